@@ -1,0 +1,81 @@
+//! `servesim`: replay Dynamo cases, run servesim scenarios, benchmark.
+
+use clap::{Parser, Subcommand};
+use servesim_sim::replay::Case;
+use servesim_sim::scenario::{Scenario, WorkloadSpec};
+use servesim_sim::workload::mooncake;
+use servesim_sim::{SimError, Simulation};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "servesim", version, about = "Simulates an LLM serving cluster (Dynamo mocker semantics) on a virtual clock")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Replays a Dynamo replay case ({"trace", "replay": {run_trace_replay arguments}}) and
+    /// prints {"summary", "per_request"} as JSON.
+    Replay {
+        case: PathBuf,
+    },
+    /// Runs a servesim scenario file and prints {"summary", "per_request"} as JSON.
+    Run {
+        scenario: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Replay { case } => replay(&case),
+        Command::Run { scenario } => run(&scenario),
+    };
+    match result {
+        Ok(json) => {
+            println!("{json}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("servesim: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<String, SimError> {
+    std::fs::read_to_string(path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))
+}
+
+fn relative(base: &Path, p: &str) -> PathBuf {
+    base.parent().unwrap_or(Path::new(".")).join(p)
+}
+
+fn replay(case_path: &Path) -> Result<String, SimError> {
+    let case = Case::from_json_str(&read(case_path)?, &case_path.display().to_string())?;
+    let cfg = case.config()?;
+    let trace_path = relative(case_path, &case.trace);
+    let workload = mooncake::parse(&read(&trace_path)?, case.trace_block_size(), &trace_path.display().to_string())?;
+    let report = Simulation::new(&cfg, workload)?.run();
+    Ok(report.to_json().to_string())
+}
+
+fn run(path: &Path) -> Result<String, SimError> {
+    let scenario = Scenario::from_json_str(&read(path)?).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
+    let cfg = scenario.config()?;
+    let workload = match &scenario.workload {
+        WorkloadSpec::Synthetic(spec) => spec.generate()?,
+        WorkloadSpec::Trace { path: Some(p), trace_block_size, .. } => {
+            let trace_path = relative(path, p);
+            mooncake::parse(&read(&trace_path)?, *trace_block_size, &trace_path.display().to_string())?
+        }
+        WorkloadSpec::Trace { path: None, .. } => {
+            return Err(SimError::new("workload.path: a trace workload needs a path"));
+        }
+    };
+    let report = Simulation::new(&cfg, workload)?.run();
+    Ok(report.to_json().to_string())
+}

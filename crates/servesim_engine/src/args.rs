@@ -1,0 +1,348 @@
+//! Engine arguments in Dynamo's mocker JSON form: the same field names, defaults and
+//! validation, so a Dynamo user's `extra_engine_args` file works as it is.
+//!
+//! The launch configuration is `{"engine": {...}, "dp_size": N}`; unknown fields are errors
+//! that name the field's path (`engine.bogus`).
+
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+
+/// Scheduler family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Vllm,
+    Sglang,
+    Trtllm,
+}
+
+/// Victim choice when a running request needs blocks the pool cannot give.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PreemptionMode {
+    /// The most recently admitted running request.
+    Lifo,
+    /// The oldest running request (possibly the one asking).
+    Fifo,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerType {
+    Aggregated,
+    Prefill,
+    Decode,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvTransferTimingMode {
+    /// Charge the whole prompt.
+    FullPrompt,
+    /// Charge only the blocks the decode side had to reserve fresh.
+    DestinationMissing,
+}
+
+/// The forward-pass timing model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum TimingModel {
+    /// Dynamo's default polynomial fitted to H200 sweeps.
+    Polynomial,
+    /// A constant time per prefill and per decode step.
+    Fixed { prefill_ms: f64, decode_ms: f64 },
+    /// A measured profile (`provider: "dynamo_profile"`, `config.path` to an NPZ file).
+    External { provider: String, #[serde(default)] config: serde_json::Value },
+}
+
+/// SGLang-specific knobs (`engine.sglang`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SglangArgs {
+    pub schedule_policy: SchedulePolicy,
+    pub max_prefill_tokens: u32,
+    pub chunked_prefill_size: u32,
+    pub clip_max_new_tokens: u32,
+    pub schedule_conservativeness: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedulePolicy {
+    Fifo,
+    /// Longest prefix match first.
+    Lpm,
+}
+
+impl Default for SglangArgs {
+    fn default() -> Self {
+        SglangArgs {
+            schedule_policy: SchedulePolicy::Fifo,
+            max_prefill_tokens: 16384,
+            chunked_prefill_size: 8192,
+            clip_max_new_tokens: 4096,
+            schedule_conservativeness: 1.0,
+        }
+    }
+}
+
+/// `engine` section of the launch configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineArgs {
+    #[serde(default = "default_backend")]
+    pub backend: Backend,
+    /// KV blocks per data-parallel rank.
+    #[serde(default = "default_num_gpu_blocks")]
+    pub num_gpu_blocks: u32,
+    /// Tokens per KV block; 0 or absent means the backend's default (vLLM 64, SGLang 1).
+    #[serde(default)]
+    pub block_size: u32,
+    #[serde(default)]
+    pub max_model_len: Option<u32>,
+    /// Running requests per rank; `null` means unbounded.
+    #[serde(default = "default_max_num_seqs", deserialize_with = "nullable")]
+    pub max_num_seqs: Option<u32>,
+    /// Token budget of one pass; `null` means unbounded.
+    #[serde(default = "default_max_num_batched_tokens", deserialize_with = "nullable")]
+    pub max_num_batched_tokens: Option<u32>,
+    #[serde(default = "yes")]
+    pub enable_prefix_caching: bool,
+    #[serde(default = "yes")]
+    pub enable_chunked_prefill: bool,
+    #[serde(default = "one")]
+    pub speedup_ratio: f64,
+    #[serde(default = "one")]
+    pub decode_speedup_ratio: f64,
+    #[serde(default = "default_worker_type")]
+    pub worker_type: WorkerType,
+    #[serde(default = "default_preemption")]
+    pub preemption_mode: PreemptionMode,
+    /// Bytes of KV per token, for transfer sizing.
+    #[serde(default, alias = "kv_transfer_bytes_per_token")]
+    pub kv_bytes_per_token: Option<u64>,
+    /// GB/s (1e9 bytes) between prefill and decode workers; 0 disables the delay.
+    #[serde(default)]
+    pub kv_transfer_bandwidth: Option<f64>,
+    #[serde(default = "default_timing_mode")]
+    pub kv_transfer_timing_mode: KvTransferTimingMode,
+    #[serde(default = "default_timing_model")]
+    pub timing_model: TimingModel,
+    #[serde(default)]
+    pub sglang: Option<SglangArgs>,
+}
+
+/// The whole launch configuration (`extra_engine_args` of Dynamo's replay).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchConfig {
+    #[serde(default = "EngineArgs::default")]
+    pub engine: EngineArgs,
+    #[serde(default = "default_dp")]
+    pub dp_size: u32,
+}
+
+fn default_backend() -> Backend {
+    Backend::Vllm
+}
+fn default_num_gpu_blocks() -> u32 {
+    16384
+}
+fn default_max_num_seqs() -> Option<u32> {
+    Some(256)
+}
+fn default_max_num_batched_tokens() -> Option<u32> {
+    Some(8192)
+}
+fn yes() -> bool {
+    true
+}
+fn one() -> f64 {
+    1.0
+}
+fn default_dp() -> u32 {
+    1
+}
+fn default_worker_type() -> WorkerType {
+    WorkerType::Aggregated
+}
+fn default_preemption() -> PreemptionMode {
+    PreemptionMode::Lifo
+}
+fn default_timing_mode() -> KvTransferTimingMode {
+    KvTransferTimingMode::FullPrompt
+}
+fn default_timing_model() -> TimingModel {
+    TimingModel::Polynomial
+}
+fn nullable<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    Option::<u32>::deserialize(d)
+}
+
+impl Default for EngineArgs {
+    fn default() -> Self {
+        serde_json::from_str("{}").expect("defaults deserialize")
+    }
+}
+
+impl Default for LaunchConfig {
+    fn default() -> Self {
+        LaunchConfig { engine: EngineArgs::default(), dp_size: 1 }
+    }
+}
+
+/// A configuration error, naming the field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArgsError(pub String);
+
+impl fmt::Display for ArgsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ArgsError {}
+
+impl LaunchConfig {
+    /// Parses and validates a launch configuration from JSON.
+    pub fn from_json(value: &serde_json::Value) -> Result<Self, ArgsError> {
+        let cfg: LaunchConfig = serde_path_to_error::deserialize(value)
+            .map_err(|e| ArgsError(format!("{}: {}", e.path(), e.inner())))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        if self.dp_size == 0 {
+            return Err(ArgsError("dp_size must be positive".into()));
+        }
+        self.engine.validate()
+    }
+}
+
+impl EngineArgs {
+    /// Parses and validates the `engine` object alone.
+    pub fn from_json(value: &serde_json::Value) -> Result<Self, ArgsError> {
+        let args: EngineArgs = serde_path_to_error::deserialize(value)
+            .map_err(|e| ArgsError(format!("engine.{}: {}", e.path(), e.inner())))?;
+        args.validate()?;
+        Ok(args)
+    }
+
+    /// The block size after defaults: vLLM 64, SGLang 1, TRT-LLM 32.
+    pub fn block_size(&self) -> u32 {
+        match (self.block_size, self.backend) {
+            (0, Backend::Vllm) => 64,
+            (0, Backend::Sglang) => 1,
+            (0, Backend::Trtllm) => 32,
+            (b, _) => b,
+        }
+    }
+
+    pub fn sglang(&self) -> SglangArgs {
+        self.sglang.clone().unwrap_or_default()
+    }
+
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let err = |m: &str| Err(ArgsError(m.to_string()));
+        if self.num_gpu_blocks == 0 {
+            return err("engine.num_gpu_blocks must be positive");
+        }
+        for (name, v) in [("speedup_ratio", self.speedup_ratio), ("decode_speedup_ratio", self.decode_speedup_ratio)] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(ArgsError(format!("engine.{name} must be finite and non-negative")));
+            }
+        }
+        if self.max_num_seqs == Some(0) {
+            return err("engine.max_num_seqs must be at least 1");
+        }
+        if self.max_num_batched_tokens == Some(0) {
+            return err("engine.max_num_batched_tokens must be at least 1");
+        }
+        if self.max_model_len == Some(0) {
+            return err("engine.max_model_len must be at least 1");
+        }
+        if self.max_model_len.is_some() && self.backend != Backend::Vllm {
+            return err("engine.max_model_len is only supported by the vllm backend");
+        }
+        if let Some(bw) = self.kv_transfer_bandwidth {
+            if !bw.is_finite() || bw < 0.0 {
+                return err("engine.kv_transfer_bandwidth must be finite and non-negative");
+            }
+        }
+        if let TimingModel::Fixed { prefill_ms, decode_ms } = self.timing_model {
+            if !(prefill_ms.is_finite() && prefill_ms >= 0.0 && decode_ms.is_finite() && decode_ms >= 0.0) {
+                return err("engine.timing_model: prefill_ms and decode_ms must be finite and non-negative");
+            }
+        }
+        if let Some(sg) = &self.sglang {
+            if self.backend != Backend::Sglang {
+                return err("engine.sglang is only valid with backend \"sglang\"");
+            }
+            let pos = [
+                ("max_prefill_tokens", sg.max_prefill_tokens),
+                ("chunked_prefill_size", sg.chunked_prefill_size),
+                ("clip_max_new_tokens", sg.clip_max_new_tokens),
+            ];
+            for (name, v) in pos {
+                if v == 0 {
+                    return Err(ArgsError(format!("engine.sglang.{name} must be at least 1")));
+                }
+            }
+            if !(0.0..=1.0).contains(&sg.schedule_conservativeness) {
+                return err("engine.sglang.schedule_conservativeness must be within [0, 1]");
+            }
+            if sg.chunked_prefill_size % self.block_size() != 0 {
+                return err("engine.sglang.chunked_prefill_size must be a multiple of block_size");
+            }
+        }
+        if self.backend == Backend::Trtllm {
+            return err("engine.backend \"trtllm\" is not supported by servesim");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_follow_dynamo() {
+        let a = EngineArgs::default();
+        assert_eq!(a.block_size(), 64);
+        assert_eq!(a.num_gpu_blocks, 16384);
+        assert_eq!(a.max_num_seqs, Some(256));
+        assert_eq!(a.max_num_batched_tokens, Some(8192));
+        assert!(a.enable_prefix_caching && a.enable_chunked_prefill);
+        assert_eq!(a.preemption_mode, PreemptionMode::Lifo);
+        let sg = EngineArgs::from_json(&json!({"backend": "sglang"})).unwrap();
+        assert_eq!(sg.block_size(), 1);
+    }
+
+    #[test]
+    fn unknown_fields_are_named() {
+        let e = LaunchConfig::from_json(&json!({"engine": {"bogus": 1}})).unwrap_err();
+        assert!(e.0.starts_with("engine.bogus: unknown field `bogus`"), "{e}");
+        let e = LaunchConfig::from_json(&json!({"engine": {"sglang": {"page_size": 4}, "backend": "sglang"}})).unwrap_err();
+        assert!(e.0.contains("engine.sglang.page_size"), "{e}");
+        let e = LaunchConfig::from_json(&json!({"engine": {"preemption_mode": "LIFO"}})).unwrap_err();
+        assert!(e.0.contains("engine.preemption_mode") && e.0.contains("unknown variant `LIFO`"), "{e}");
+        let e = LaunchConfig::from_json(&json!({"engine": {"block_size": "16"}})).unwrap_err();
+        assert!(e.0.contains("engine.block_size"), "{e}");
+    }
+
+    #[test]
+    fn null_means_unbounded_and_ranges_are_checked() {
+        let a = EngineArgs::from_json(&json!({"max_num_seqs": null})).unwrap();
+        assert_eq!(a.max_num_seqs, None);
+        assert!(EngineArgs::from_json(&json!({"num_gpu_blocks": 0})).is_err());
+        assert!(EngineArgs::from_json(&json!({"speedup_ratio": -1.0})).is_err());
+        assert!(EngineArgs::from_json(&json!({"kv_bytes_per_token": 1.5})).is_err());
+        let a = EngineArgs::from_json(&json!({"kv_transfer_bytes_per_token": 131072})).unwrap();
+        assert_eq!(a.kv_bytes_per_token, Some(131072));
+        let e = EngineArgs::from_json(&json!({"timing_model": {"type": "fixed"}})).unwrap_err();
+        assert!(e.0.contains("prefill_ms"), "{e}");
+    }
+}

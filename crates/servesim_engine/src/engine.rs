@@ -1,0 +1,132 @@
+//! The engine-core interface the harness drives: `submit`, then `step` once per forward pass.
+//! The core has no clock: `step` computes a pass and says how long it takes; the harness owns
+//! time and stamps the pass's effects at its end.
+
+use crate::args::{ArgsError, Backend, EngineArgs};
+use crate::kv::KvEvent;
+use crate::metrics::RankMetrics;
+use crate::sched::vllm::VllmCore;
+use crate::sequence::Request;
+use std::time::Duration;
+
+/// How a request left the engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Generated all its tokens (or reached `max_model_len`).
+    Completed,
+    /// Refused at admission: larger than the pool, or its prompt reaches `max_model_len`.
+    Rejected(String),
+    /// Can never be scheduled (the reference aborts the whole replay here); the reason says why.
+    Unschedulable(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finished {
+    pub id: u64,
+    pub outcome: Outcome,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Admission {
+    pub id: u64,
+    /// Prompt (and, on readmission, generated) tokens reused from the prefix cache.
+    pub reused_tokens: u32,
+    pub readmission: bool,
+}
+
+/// Everything one pass did, in the order the harness applies it at the pass end.
+#[derive(Clone, Debug, Default)]
+pub struct PassOutput {
+    pub duration: Duration,
+    pub admissions: Vec<Admission>,
+    /// Requests that emitted one token at the pass end, in running order.
+    pub tokens: Vec<u64>,
+    pub finished: Vec<Finished>,
+    pub preempted: Vec<u64>,
+    pub kv_events: Vec<KvEvent>,
+    pub metrics: RankMetrics,
+    /// Tokens of scheduled chunks that hold prompt tokens (the report's committed prefill).
+    pub committed_prefill_tokens: u64,
+    /// Tokens computed by the pass.
+    pub scheduled_tokens: u64,
+}
+
+impl PassOutput {
+    pub fn clear(&mut self) {
+        self.duration = Duration::ZERO;
+        self.admissions.clear();
+        self.tokens.clear();
+        self.finished.clear();
+        self.preempted.clear();
+        self.kv_events.clear();
+        self.committed_prefill_tokens = 0;
+        self.scheduled_tokens = 0;
+    }
+
+}
+
+/// One engine core (one data-parallel rank).
+#[derive(Debug)]
+pub enum Engine {
+    Vllm(VllmCore),
+}
+
+impl Engine {
+    /// Builds a rank's core; `emit_events` turns on KV events (only worth it when a router
+    /// consumes them).
+    pub fn new(args: &EngineArgs, dp_rank: u32, emit_events: bool) -> Result<Self, ArgsError> {
+        args.validate()?;
+        match args.backend {
+            Backend::Vllm => Ok(Engine::Vllm(VllmCore::new(args, dp_rank, emit_events)?)),
+            Backend::Sglang => Err(ArgsError(
+                "engine.backend \"sglang\" is not supported yet by servesim (the vllm backend is)".into(),
+            )),
+            Backend::Trtllm => Err(ArgsError("engine.backend \"trtllm\" is not supported by servesim".into())),
+        }
+    }
+
+    pub fn submit(&mut self, req: Request) {
+        match self {
+            Engine::Vllm(c) => c.submit(req),
+        }
+    }
+
+    /// Requests held (waiting or running).
+    pub fn in_flight(&self) -> usize {
+        match self {
+            Engine::Vllm(c) => c.in_flight(),
+        }
+    }
+
+    pub fn has_work(&self) -> bool {
+        self.in_flight() > 0
+    }
+
+    /// Computes one forward pass starting at `now_ms`.
+    pub fn step(&mut self, now_ms: f64) -> &PassOutput {
+        match self {
+            Engine::Vllm(c) => c.step(now_ms),
+        }
+    }
+
+    /// Ends every request still held, as unschedulable for `reason` (the harness's guard
+    /// against a rank that stopped making progress).
+    pub fn abandon(&mut self, reason: &str) -> Vec<Finished> {
+        match self {
+            Engine::Vllm(c) => c.abandon(reason),
+        }
+    }
+
+    pub fn metrics(&self) -> RankMetrics {
+        match self {
+            Engine::Vllm(c) => c.metrics(),
+        }
+    }
+
+    /// Checks internal invariants (blocks balance); for tests and debug builds.
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            Engine::Vllm(c) => c.check(),
+        }
+    }
+}

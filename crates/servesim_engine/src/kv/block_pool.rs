@@ -1,0 +1,335 @@
+//! The vLLM-faithful block pool ("native" G1 pool of Dynamo's mocker).
+//!
+//! - Physical capacity is `num_gpu_blocks` slots. A slot is free, *private* (held, not yet
+//!   computed, not cache-visible) or *cached* (has a sequence hash).
+//! - A block becomes cache-visible only once its tokens are computed (`register_run`).
+//!   Several physical copies of one hash may exist; `Stored` is announced only when the first
+//!   copy appears and `Removed` only when the last is evicted.
+//! - Cached blocks with no holders are *inactive*: still hits, evictable from the head of an
+//!   LRU list. Holders release leaf first, so a chain's tail is evicted before its prefix.
+//! - Allocation takes free slots before evicting anything, and is all-or-nothing.
+
+use super::events::{EventSink, KvEventData, StoredBlock};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+pub type SlotId = u32;
+const NIL: SlotId = SlotId::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    hash: u64,
+    refs: u32,
+    cached: bool,
+    prev: SlotId,
+    next: SlotId,
+}
+
+#[derive(Debug)]
+pub struct BlockPool {
+    slots: Vec<Slot>,
+    free: Vec<SlotId>,
+    /// Inactive cached blocks, least recently released at the head.
+    lru_head: SlotId,
+    lru_tail: SlotId,
+    inactive: u32,
+    /// Cache-visible copies of each hash, oldest first; lookups use the oldest.
+    copies: FxHashMap<u64, SmallVec<[SlotId; 1]>>,
+    pub events: EventSink,
+    evicted: Vec<u64>,
+}
+
+impl BlockPool {
+    pub fn new(capacity: u32, events: EventSink) -> Self {
+        let empty = Slot { hash: 0, refs: 0, cached: false, prev: NIL, next: NIL };
+        BlockPool {
+            slots: vec![empty; capacity as usize],
+            // Popped from the back: slot 0 is handed out first.
+            free: (0..capacity).rev().collect(),
+            lru_head: NIL,
+            lru_tail: NIL,
+            inactive: 0,
+            copies: FxHashMap::default(),
+            events,
+            evicted: Vec::new(),
+        }
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
+    /// Distinct physical blocks held by at least one request.
+    pub fn active(&self) -> u32 {
+        self.capacity() - self.free.len() as u32 - self.inactive
+    }
+
+    pub fn inactive(&self) -> u32 {
+        self.inactive
+    }
+
+    pub fn free(&self) -> u32 {
+        self.free.len() as u32
+    }
+
+    /// The slot a prefix hit on `hash` would pin, if the hash is cache-visible.
+    pub fn lookup(&self, hash: u64) -> Option<SlotId> {
+        self.copies.get(&hash).map(|c| c[0])
+    }
+
+    pub fn is_held(&self, slot: SlotId) -> bool {
+        self.slots[slot as usize].refs > 0
+    }
+
+    /// Pins `hits` and allocates `fresh` private slots, appending all to `out`; or changes
+    /// nothing and returns false when free + evictable (not counting the hits) is too small.
+    pub fn reserve(&mut self, hits: &[SlotId], fresh: u32, out: &mut Vec<SlotId>) -> bool {
+        let pinned_inactive = hits.iter().filter(|&&s| self.slots[s as usize].refs == 0).count() as u32;
+        if fresh > self.free.len() as u32 + self.inactive - pinned_inactive {
+            return false;
+        }
+        for &s in hits {
+            if self.slots[s as usize].refs == 0 {
+                self.unlink(s);
+            }
+            self.slots[s as usize].refs += 1;
+            out.push(s);
+        }
+        for _ in 0..fresh {
+            let s = match self.free.pop() {
+                Some(s) => s,
+                None => self.evict_head(),
+            };
+            let slot = &mut self.slots[s as usize];
+            slot.refs = 1;
+            slot.cached = false;
+            out.push(s);
+        }
+        if !self.evicted.is_empty() {
+            let block_hashes = std::mem::take(&mut self.evicted);
+            self.events.push(KvEventData::Removed { block_hashes });
+        }
+        true
+    }
+
+    /// Makes a request's newly computed full blocks cache-visible, in order. `parent` is the
+    /// sequence hash of the block before `run[0]`. Announces each maximal group of blocks whose
+    /// hash had no visible copy as one `Stored` event.
+    pub fn register_run(&mut self, parent: Option<u64>, run: &[(SlotId, u64, u64)]) {
+        let mut group: Vec<StoredBlock> = Vec::new();
+        let mut group_parent = parent;
+        let mut prev = parent;
+        for &(s, hash, local) in run {
+            let slot = &mut self.slots[s as usize];
+            debug_assert!(!slot.cached && slot.refs > 0, "registering a block that is not private");
+            slot.cached = true;
+            slot.hash = hash;
+            let copies = self.copies.entry(hash).or_default();
+            copies.push(s);
+            if copies.len() == 1 {
+                if group.is_empty() {
+                    group_parent = prev;
+                }
+                group.push(StoredBlock { block_hash: hash, tokens_hash: local });
+            } else if !group.is_empty() {
+                let blocks = std::mem::take(&mut group);
+                self.events.push(KvEventData::Stored { parent_hash: group_parent, blocks });
+            }
+            prev = Some(hash);
+        }
+        if !group.is_empty() {
+            self.events.push(KvEventData::Stored { parent_hash: group_parent, blocks: group });
+        }
+    }
+
+    /// Drops one hold on `slot`: a private block is freed at once; a cached block with no
+    /// holders left joins the LRU tail. Callers release a request's blocks leaf first.
+    pub fn release(&mut self, s: SlotId) {
+        let slot = &mut self.slots[s as usize];
+        debug_assert!(slot.refs > 0, "releasing an unheld block");
+        slot.refs -= 1;
+        if slot.refs > 0 {
+            return;
+        }
+        if slot.cached {
+            self.push_tail(s);
+        } else {
+            self.free.push(s);
+        }
+    }
+
+    fn evict_head(&mut self) -> SlotId {
+        let s = self.lru_head;
+        debug_assert!(s != NIL, "evicting from an empty LRU");
+        self.unlink(s);
+        let hash = self.slots[s as usize].hash;
+        self.slots[s as usize].cached = false;
+        if let Some(c) = self.copies.get_mut(&hash) {
+            c.retain(|x| *x != s);
+            if c.is_empty() {
+                self.copies.remove(&hash);
+                if self.events.enabled {
+                    self.evicted.push(hash);
+                }
+            }
+        }
+        s
+    }
+
+    fn push_tail(&mut self, s: SlotId) {
+        let tail = self.lru_tail;
+        {
+            let slot = &mut self.slots[s as usize];
+            slot.prev = tail;
+            slot.next = NIL;
+        }
+        if tail == NIL {
+            self.lru_head = s;
+        } else {
+            self.slots[tail as usize].next = s;
+        }
+        self.lru_tail = s;
+        self.inactive += 1;
+    }
+
+    fn unlink(&mut self, s: SlotId) {
+        let Slot { prev, next, .. } = self.slots[s as usize];
+        if prev == NIL {
+            self.lru_head = next;
+        } else {
+            self.slots[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.lru_tail = prev;
+        } else {
+            self.slots[next as usize].prev = prev;
+        }
+        let slot = &mut self.slots[s as usize];
+        slot.prev = NIL;
+        slot.next = NIL;
+        self.inactive -= 1;
+    }
+
+    /// Checks the pool's bookkeeping; used by tests and debug builds.
+    pub fn check(&self) -> Result<(), String> {
+        let held = self.slots.iter().filter(|s| s.refs > 0).count() as u32;
+        if held != self.active() {
+            return Err(format!("held {} != active {}", held, self.active()));
+        }
+        let mut n = 0;
+        let mut s = self.lru_head;
+        while s != NIL {
+            let slot = &self.slots[s as usize];
+            if slot.refs != 0 || !slot.cached {
+                return Err(format!("slot {s} in the LRU is held or not cached"));
+            }
+            n += 1;
+            s = slot.next;
+        }
+        if n != self.inactive {
+            return Err(format!("LRU length {n} != inactive {}", self.inactive));
+        }
+        if self.free.len() as u32 + self.inactive + held != self.capacity() {
+            return Err("free + inactive + active != capacity".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(n: u32) -> BlockPool {
+        BlockPool::new(n, EventSink::new(true, 0))
+    }
+
+    fn events(p: &mut BlockPool) -> Vec<KvEventData> {
+        let mut v = Vec::new();
+        p.events.drain_into(&mut v);
+        v.into_iter().map(|e| e.data).collect()
+    }
+
+    #[test]
+    fn duplicates_consume_capacity_but_share_visibility() {
+        let mut p = pool(4);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        assert!(p.reserve(&[], 1, &mut a));
+        assert!(p.reserve(&[], 1, &mut b));
+        p.register_run(None, &[(a[0], 7, 70)]);
+        p.register_run(None, &[(b[0], 7, 70)]);
+        assert_eq!(p.active(), 2);
+        assert_eq!(events(&mut p).len(), 1, "only the first copy is announced");
+        p.release(a[0]);
+        p.release(b[0]);
+        // Evict both copies: only the last one is reported.
+        let mut c = Vec::new();
+        assert!(p.reserve(&[], 4, &mut c));
+        assert_eq!(events(&mut p), vec![KvEventData::Removed { block_hashes: vec![7] }]);
+        p.check().unwrap();
+    }
+
+    #[test]
+    fn failed_reservation_is_atomic_and_pins_are_not_evictable() {
+        let mut p = pool(3);
+        let mut a = Vec::new();
+        assert!(p.reserve(&[], 2, &mut a));
+        p.register_run(None, &[(a[0], 1, 1), (a[1], 2, 2)]);
+        p.release(a[1]);
+        p.release(a[0]);
+        let hit = p.lookup(1).unwrap();
+        let mut b = Vec::new();
+        // 1 free + 2 inactive, one of which is the pinned hit: 2 fresh fit, 3 do not.
+        assert!(!p.reserve(&[hit], 3, &mut b));
+        assert!(b.is_empty());
+        assert_eq!((p.free(), p.inactive()), (1, 2));
+        assert!(p.reserve(&[hit], 2, &mut b));
+        assert_eq!(p.lookup(2), None, "the unpinned leaf was evicted");
+        assert_eq!(p.lookup(1), Some(hit));
+        p.check().unwrap();
+    }
+
+    #[test]
+    fn leaf_first_release_evicts_the_tail_before_the_prefix() {
+        let mut p = pool(3);
+        let mut a = Vec::new();
+        assert!(p.reserve(&[], 3, &mut a));
+        p.register_run(None, &[(a[0], 1, 1), (a[1], 2, 2), (a[2], 3, 3)]);
+        for &s in a.iter().rev() {
+            p.release(s);
+        }
+        let mut b = Vec::new();
+        assert!(p.reserve(&[], 1, &mut b));
+        assert_eq!(p.lookup(3), None);
+        assert!(p.lookup(2).is_some() && p.lookup(1).is_some());
+    }
+
+    #[test]
+    fn free_slots_are_used_before_evicting() {
+        let mut p = pool(3);
+        let mut a = Vec::new();
+        assert!(p.reserve(&[], 2, &mut a));
+        p.register_run(None, &[(a[0], 1, 1)]);
+        p.release(a[1]); // private: freed at once
+        p.release(a[0]);
+        let mut b = Vec::new();
+        assert!(p.reserve(&[], 2, &mut b));
+        assert!(p.lookup(1).is_some(), "two free slots, nothing evicted");
+    }
+
+    #[test]
+    fn stored_groups_split_at_duplicates_and_carry_the_parent() {
+        let mut p = pool(6);
+        let mut a = Vec::new();
+        assert!(p.reserve(&[], 1, &mut a));
+        p.register_run(None, &[(a[0], 20, 2)]);
+        events(&mut p);
+        let mut b = Vec::new();
+        assert!(p.reserve(&[], 3, &mut b));
+        p.register_run(Some(5), &[(b[0], 10, 1), (b[1], 20, 2), (b[2], 30, 3)]);
+        let ev = events(&mut p);
+        assert_eq!(ev.len(), 2);
+        assert_eq!(ev[0], KvEventData::Stored { parent_hash: Some(5), blocks: vec![StoredBlock { block_hash: 10, tokens_hash: 1 }] });
+        assert_eq!(ev[1], KvEventData::Stored { parent_hash: Some(20), blocks: vec![StoredBlock { block_hash: 30, tokens_hash: 3 }] });
+    }
+}

@@ -1,0 +1,17 @@
+//! servesim's engine core: a deterministic, clock-free state machine modelled on NVIDIA
+//! Dynamo's mocker. The harness submits requests and calls [`Engine::step`] once per forward
+//! pass; the pass's duration comes from the performance model.
+
+pub mod args;
+pub mod engine;
+pub mod hash;
+pub mod kv;
+pub mod metrics;
+pub mod perf;
+pub mod sched;
+pub mod sequence;
+
+pub use args::{ArgsError, Backend, EngineArgs, LaunchConfig, WorkerType};
+pub use engine::{Admission, Engine, Finished, Outcome, PassOutput};
+pub use metrics::RankMetrics;
+pub use sequence::Request;

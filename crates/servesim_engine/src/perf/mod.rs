@@ -1,0 +1,126 @@
+//! Forward-pass timing: how long a pass takes, given what it computes.
+//!
+//! Every modelled duration is rounded to whole nanoseconds the way Rust's
+//! `Duration::from_secs_f64` rounds, then divided by the speed-up ratios with
+//! `Duration::div_f64`; the reference does exactly this, and near-ties at the nanosecond
+//! decide event order.
+
+mod polynomial;
+
+pub use polynomial::Polynomial;
+
+use crate::args::{EngineArgs, TimingModel};
+use std::time::Duration;
+
+/// A latency model for one engine rank.
+#[derive(Clone, Debug)]
+pub enum PerfModel {
+    Polynomial(Polynomial),
+    /// A constant time per pass that prefills and per pass that decodes.
+    Fixed { prefill_ms: f64, decode_ms: f64 },
+}
+
+impl PerfModel {
+    /// Prefill time of a batch of `batch` requests whose mean prompt length after the chunk
+    /// is `isl` and whose mean already-present prefix is `prefix` (both floored means).
+    pub fn prefill_ms(&self, batch: u64, isl: u64, prefix: u64) -> f64 {
+        if batch == 0 {
+            return 0.0;
+        }
+        match self {
+            PerfModel::Polynomial(p) => p.prefill_ms(batch * isl.saturating_sub(prefix)),
+            PerfModel::Fixed { prefill_ms, .. } => *prefill_ms,
+        }
+    }
+
+    /// Decode time of one step of `batch` requests holding `active_kv` tokens of context in
+    /// total, out of a pool of `total_kv` tokens.
+    pub fn decode_ms(&self, batch: u64, active_kv: u64, total_kv: u64) -> f64 {
+        if batch == 0 {
+            return 0.0;
+        }
+        match self {
+            PerfModel::Polynomial(p) => p.decode_ms(active_kv, total_kv),
+            PerfModel::Fixed { decode_ms, .. } => *decode_ms,
+        }
+    }
+}
+
+/// A perf model plus the speed-up ratios: turns model milliseconds into pass durations.
+#[derive(Clone, Debug)]
+pub struct PassTimer {
+    pub model: PerfModel,
+    prefill_divisor: f64,
+    decode_divisor: f64,
+}
+
+impl PassTimer {
+    pub fn new(model: PerfModel, speedup_ratio: f64, decode_speedup_ratio: f64) -> Self {
+        // A ratio <= 0 means "do not scale"; decode is divided once by the product.
+        let s = if speedup_ratio > 0.0 { speedup_ratio } else { 1.0 };
+        let d = if decode_speedup_ratio > 0.0 { decode_speedup_ratio } else { 1.0 };
+        PassTimer { model, prefill_divisor: s, decode_divisor: s * d }
+    }
+
+    pub fn from_args(args: &EngineArgs) -> Result<Self, crate::args::ArgsError> {
+        let model = match &args.timing_model {
+            TimingModel::Polynomial => PerfModel::Polynomial(Polynomial),
+            TimingModel::Fixed { prefill_ms, decode_ms } => {
+                PerfModel::Fixed { prefill_ms: *prefill_ms, decode_ms: *decode_ms }
+            }
+            TimingModel::External { provider, .. } => {
+                return Err(crate::args::ArgsError(format!(
+                    "engine.timing_model: external provider `{provider}` is not supported yet"
+                )));
+            }
+        };
+        Ok(PassTimer::new(model, args.speedup_ratio, args.decode_speedup_ratio))
+    }
+
+    pub fn prefill(&self, batch: u64, isl: u64, prefix: u64) -> Duration {
+        scale(self.model.prefill_ms(batch, isl, prefix), self.prefill_divisor)
+    }
+
+    pub fn decode(&self, batch: u64, active_kv: u64, total_kv: u64) -> Duration {
+        scale(self.model.decode_ms(batch, active_kv, total_kv), self.decode_divisor)
+    }
+}
+
+fn scale(ms: f64, divisor: f64) -> Duration {
+    let d = Duration::from_secs_f64(ms.max(0.0) / 1000.0);
+    if divisor == 1.0 { d } else { d.div_f64(divisor) }
+}
+
+/// Milliseconds of a duration, as the reference converts them (seconds as f64, times 1000).
+pub fn duration_ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(d: Duration) -> f64 {
+        duration_ms(d)
+    }
+
+    #[test]
+    fn rounds_to_the_nanosecond_before_scaling() {
+        let t = PassTimer::new(PerfModel::Polynomial(Polynomial), 0.5, 1.0);
+        // P(68) = 17.535841 ns-rounded; halved it is 35.071682 (35.071681 unrounded).
+        assert_eq!(t.prefill(1, 68, 0).as_nanos(), 35_071_682);
+    }
+
+    #[test]
+    fn speedups_match_the_reference_table() {
+        // {0,1000,3}: TTFT 32.105859 / 16.05293, TTST 5.791536 / 2.895768 / 1.447884 / 0.723942.
+        let cases = [(1.0, 1.0, 32.105859, 5.791536), (2.0, 1.0, 16.05293, 2.895768),
+                     (1.0, 4.0, 32.105859, 1.447884), (2.0, 4.0, 16.05293, 0.723942),
+                     (0.0, 0.0, 32.105859, 5.791536)];
+        for (s, d, ttft, ttst) in cases {
+            let t = PassTimer::new(PerfModel::Polynomial(Polynomial), s, d);
+            assert!((ms(t.prefill(1, 1000, 0)) - ttft).abs() < 1e-9, "{s} {d}");
+            assert!((ms(t.decode(1, 1001, 16384 * 64)) - ttst).abs() < 1e-9, "{s} {d}");
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Schedulers: how each pass spends its token budget and KV blocks.
+
+pub mod vllm;

@@ -1,0 +1,486 @@
+//! The vLLM-style scheduler: `waiting` + `running`, one token budget per pass, running
+//! requests first, FIFO admission gated on the whole sequence's blocks, inline preemption
+//! with recompute. Rules and their evidence: `shared/reference/verified-vllm.md`.
+
+use crate::args::{ArgsError, EngineArgs, PreemptionMode, WorkerType};
+use crate::engine::{Admission, Finished, Outcome, PassOutput};
+use crate::kv::{BlockPool, EventSink, SlotId};
+use crate::metrics::RankMetrics;
+use crate::perf::PassTimer;
+use crate::sequence::{Request, Sequence};
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug)]
+struct Config {
+    block_size: u32,
+    num_blocks: u32,
+    max_num_seqs: usize,
+    /// Per-pass token budget (u64::MAX when unbounded).
+    budget: u64,
+    chunked_prefill: bool,
+    prefix_caching: bool,
+    preemption: PreemptionMode,
+    max_model_len: Option<u32>,
+    worker_type: WorkerType,
+}
+
+/// Prefix-cache lookup for a request about to be (re)admitted.
+#[derive(Clone, Debug, Default)]
+struct PrefixHit {
+    /// Reusable tokens, after the recompute-last-block cap.
+    cached_tokens: u32,
+    /// Hit blocks currently held by other requests (only these discount admission).
+    active_blocks: u32,
+    slots: Vec<SlotId>,
+}
+
+/// Work scheduled for one request in the current pass.
+#[derive(Clone, Copy, Debug)]
+struct Chunk {
+    seq: u32,
+    tokens: u32,
+    /// Prompt tokens present after the chunk, and before it (cached or computed earlier).
+    prompt_after: u32,
+    prompt_before: u32,
+}
+
+impl Chunk {
+    fn has_prompt(&self) -> bool {
+        self.prompt_after > self.prompt_before
+    }
+}
+
+enum Scheduled {
+    Yes,
+    Blocked,
+    /// The request asking for blocks was itself preempted.
+    SelfPreempted,
+}
+
+#[derive(Debug)]
+pub struct VllmCore {
+    cfg: Config,
+    timer: PassTimer,
+    pool: BlockPool,
+    dp_rank: u32,
+    /// Sequences by slot; queues hold slot indices.
+    seqs: Vec<Option<Sequence>>,
+    free_seq_slots: Vec<u32>,
+    waiting: VecDeque<u32>,
+    running: Vec<u32>,
+    preemptions_total: u64,
+    chunks: Vec<Chunk>,
+    scratch: (Vec<u32>, Vec<u8>),
+    out: PassOutput,
+}
+
+impl VllmCore {
+    pub fn new(args: &EngineArgs, dp_rank: u32, emit_events: bool) -> Result<Self, ArgsError> {
+        let cfg = Config {
+            block_size: args.block_size(),
+            num_blocks: args.num_gpu_blocks,
+            max_num_seqs: args.max_num_seqs.map_or(usize::MAX, |n| n as usize),
+            budget: args.max_num_batched_tokens.map_or(u64::MAX, u64::from),
+            chunked_prefill: args.enable_chunked_prefill,
+            prefix_caching: args.enable_prefix_caching,
+            preemption: args.preemption_mode,
+            max_model_len: args.max_model_len,
+            worker_type: args.worker_type,
+        };
+        // No events without prefix caching, nor from decode workers (Dynamo publishes none).
+        let events = emit_events && cfg.prefix_caching && cfg.worker_type != WorkerType::Decode;
+        Ok(VllmCore {
+            pool: BlockPool::new(cfg.num_blocks, EventSink::new(events, dp_rank)),
+            timer: PassTimer::from_args(args)?,
+            cfg,
+            dp_rank,
+            seqs: Vec::new(),
+            free_seq_slots: Vec::new(),
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            preemptions_total: 0,
+            chunks: Vec::new(),
+            scratch: (Vec::new(), Vec::new()),
+            out: PassOutput::default(),
+        })
+    }
+
+    pub fn submit(&mut self, req: Request) {
+        let seq = Sequence::new(req);
+        let slot = match self.free_seq_slots.pop() {
+            Some(s) => {
+                self.seqs[s as usize] = Some(seq);
+                s
+            }
+            None => {
+                self.seqs.push(Some(seq));
+                (self.seqs.len() - 1) as u32
+            }
+        };
+        self.waiting.push_back(slot);
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.waiting.len() + self.running.len()
+    }
+
+    fn seq(&self, s: u32) -> &Sequence {
+        self.seqs[s as usize].as_ref().expect("live sequence")
+    }
+
+    fn seq_mut(&mut self, s: u32) -> &mut Sequence {
+        self.seqs[s as usize].as_mut().expect("live sequence")
+    }
+
+    fn blocks_for(&self, tokens: u32) -> u32 {
+        tokens.div_ceil(self.cfg.block_size)
+    }
+
+    /// One forward pass.
+    pub fn step(&mut self, _now_ms: f64) -> &PassOutput {
+        self.out.clear();
+        self.chunks.clear();
+        let mut budget = self.cfg.budget;
+        let mut preempted = false;
+
+        // Running requests spend the budget first. The walk is by index: after a success it
+        // moves on by one even if a victim before it was removed (so the request after it
+        // sits this pass out, as in the reference); after self-preemption it stays put.
+        let mut i = 0;
+        while i < self.running.len() && budget > 0 {
+            let s = self.running[i];
+            match self.schedule(s, None, &mut budget, &mut preempted) {
+                Scheduled::Yes => i += 1,
+                Scheduled::Blocked => break,
+                Scheduled::SelfPreempted => {}
+            }
+        }
+
+        // Admission, in FIFO order, only in a pass that preempted nobody.
+        if !preempted {
+            self.admit_waiting(&mut budget);
+        }
+
+        self.finish_pass();
+        &self.out
+    }
+
+    fn admit_waiting(&mut self, budget: &mut u64) {
+        let mut unused = false;
+        while self.running.len() < self.cfg.max_num_seqs {
+            let Some(&s) = self.waiting.front() else { break };
+            if let Some(reason) = self.rejection(s) {
+                self.waiting.pop_front();
+                self.finish(s, Outcome::Rejected(reason));
+                continue;
+            }
+            let hit = self.prefix_hit(s);
+            let len = self.seq(s).len();
+            let needed = self.blocks_for(len) - hit.active_blocks;
+            let available = self.cfg.num_blocks - self.pool.active();
+            let fits = needed <= available;
+            if fits {
+                if let Scheduled::Yes = self.schedule(s, Some(&hit), budget, &mut unused) {
+                    self.waiting.pop_front();
+                    self.running.push(s);
+                    let seq = self.seq_mut(s);
+                    seq.admissions += 1;
+                    let admission = Admission { id: seq.id, reused_tokens: hit.cached_tokens, readmission: seq.admissions > 1 };
+                    self.out.metrics.cache_hit_tokens += hit.cached_tokens as u64;
+                    self.out.metrics.cache_query_tokens += len as u64;
+                    self.out.admissions.push(admission);
+                    continue;
+                }
+            }
+            // The head blocks everyone behind it. With nothing running, the pool is empty and
+            // the budget whole, so nothing will ever change: the head can never run.
+            if self.running.is_empty() {
+                let reason = self.unschedulable_reason(s);
+                self.waiting.pop_front();
+                self.finish(s, Outcome::Unschedulable(reason));
+                continue;
+            }
+            break;
+        }
+    }
+
+    /// Why a fresh request is refused outright, if it is.
+    fn rejection(&self, s: u32) -> Option<String> {
+        let seq = self.seq(s);
+        if let Some(limit) = self.cfg.max_model_len {
+            if seq.prompt_len() >= limit {
+                return Some(format!("prompt of {} tokens reaches max_model_len {limit}", seq.prompt_len()));
+            }
+        }
+        let blocks = self.blocks_for(seq.len());
+        if seq.admissions == 0 && blocks > self.cfg.num_blocks {
+            return Some(format!("needs {blocks} KV blocks; the pool has {}", self.cfg.num_blocks));
+        }
+        None
+    }
+
+    fn unschedulable_reason(&self, s: u32) -> String {
+        let seq = self.seq(s);
+        let blocks = self.blocks_for(seq.len());
+        if blocks > self.cfg.num_blocks {
+            format!(
+                "grew to {} tokens ({blocks} KV blocks) and no longer fits the pool of {} blocks",
+                seq.len(),
+                self.cfg.num_blocks
+            )
+        } else {
+            format!(
+                "prompt of {} tokens exceeds max_num_batched_tokens {} with chunked prefill off",
+                seq.prompt_len(),
+                self.cfg.budget
+            )
+        }
+    }
+
+    /// Longest run of cache-visible full blocks from the start, capped so that at least the
+    /// last block is recomputed when the request still needs logits.
+    fn prefix_hit(&mut self, s: u32) -> PrefixHit {
+        if !self.cfg.prefix_caching {
+            return PrefixHit::default();
+        }
+        let bs = self.cfg.block_size;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let seq = self.seqs[s as usize].as_mut().expect("live sequence");
+        let len = seq.len();
+        let mut max_blocks = len / bs;
+        if !seq.generation_done() {
+            max_blocks = max_blocks.min(len.saturating_sub(1) / bs);
+        }
+        let mut hit = PrefixHit::default();
+        for b in 0..max_blocks {
+            let (hash, _) = seq.block_hashes(b, bs, &mut scratch);
+            match self.pool.lookup(hash) {
+                Some(slot) => {
+                    hit.active_blocks += self.pool.is_held(slot) as u32;
+                    hit.slots.push(slot);
+                }
+                None => break,
+            }
+        }
+        self.scratch = scratch;
+        hit.cached_tokens = (hit.slots.len() as u32 * bs).min(len);
+        hit
+    }
+
+    /// Schedules the next chunk of `s`: allocates its blocks (preempting running requests if
+    /// it is running itself), marks completed blocks cache-visible, and spends budget.
+    fn schedule(&mut self, s: u32, hit: Option<&PrefixHit>, budget: &mut u64, preempted: &mut bool) -> Scheduled {
+        let from_waiting = hit.is_some();
+        let seq = self.seq(s);
+        let cached = match hit {
+            Some(h) if seq.num_computed == 0 => h.cached_tokens,
+            _ => 0,
+        };
+        let before = seq.num_computed + cached;
+        let prompt_len = seq.prompt_len();
+        let prompt_before = before.min(prompt_len);
+        let remaining = seq.len() - before;
+        if !self.cfg.chunked_prefill && (prompt_len - prompt_before) as u64 > *budget {
+            return Scheduled::Blocked;
+        }
+        let desired = (remaining as u64).min(*budget) as u32;
+        if desired == 0 && remaining > 0 {
+            return Scheduled::Blocked;
+        }
+        let target_blocks = self.blocks_for(before + desired);
+
+        loop {
+            let seq = self.seqs[s as usize].as_mut().expect("live sequence");
+            let held = seq.blocks.len() as u32;
+            let ok = if held == 0 {
+                let hits: &[SlotId] = if cached > 0 { &hit.expect("hit").slots } else { &[] };
+                let fresh = target_blocks - hits.len() as u32;
+                self.pool.reserve(hits, fresh, &mut seq.blocks)
+            } else {
+                self.pool.reserve(&[], target_blocks.saturating_sub(held), &mut seq.blocks)
+            };
+            if ok {
+                break;
+            }
+            if from_waiting {
+                return Scheduled::Blocked;
+            }
+            let victim = match self.cfg.preemption {
+                PreemptionMode::Lifo => *self.running.last().expect("running request"),
+                PreemptionMode::Fifo => self.running[0],
+            };
+            self.preempt(victim, budget);
+            *preempted = true;
+            if victim == s {
+                return Scheduled::SelfPreempted;
+            }
+        }
+
+        let bs = self.cfg.block_size;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let seq = self.seqs[s as usize].as_mut().expect("live sequence");
+        if cached > 0 {
+            seq.visible = cached / bs;
+        }
+        seq.num_computed = before + desired;
+        let full = seq.num_computed / bs;
+        if self.cfg.prefix_caching && full > seq.visible {
+            let run: Vec<(SlotId, u64, u64)> = (seq.visible..full)
+                .map(|b| {
+                    let (hash, local) = seq.block_hashes(b, bs, &mut scratch);
+                    (seq.blocks[b as usize], hash, local)
+                })
+                .collect();
+            self.pool.register_run(seq.parent_of(seq.visible), &run);
+            seq.visible = full;
+        }
+        self.scratch = scratch;
+        let chunk = Chunk {
+            seq: s,
+            tokens: desired,
+            prompt_after: (before + desired).min(prompt_len),
+            prompt_before,
+        };
+        if chunk.has_prompt() {
+            self.out.committed_prefill_tokens += desired as u64;
+        }
+        self.chunks.push(chunk);
+        self.out.scheduled_tokens += desired as u64;
+        *budget -= desired as u64;
+        Scheduled::Yes
+    }
+
+    /// Recompute-style preemption: the victim drops all its blocks (leaf first, so they stay
+    /// cached and its tail goes first) and waits at the head of the queue.
+    fn preempt(&mut self, victim: u32, budget: &mut u64) {
+        let pos = self.running.iter().position(|&r| r == victim).expect("victim is running");
+        self.running.remove(pos);
+        if let Some(k) = self.chunks.iter().position(|c| c.seq == victim) {
+            let chunk = self.chunks.remove(k);
+            *budget += chunk.tokens as u64;
+            self.out.scheduled_tokens -= chunk.tokens as u64;
+            if chunk.has_prompt() {
+                self.out.committed_prefill_tokens -= chunk.tokens as u64;
+            }
+        }
+        self.release_blocks(victim);
+        let seq = self.seq_mut(victim);
+        seq.num_computed = 0;
+        seq.visible = 0;
+        let id = seq.id;
+        self.preemptions_total += 1;
+        self.out.preempted.push(id);
+        self.waiting.push_front(victim);
+    }
+
+    fn release_blocks(&mut self, s: u32) {
+        let seq = self.seqs[s as usize].as_mut().expect("live sequence");
+        for &b in seq.blocks.iter().rev() {
+            self.pool.release(b);
+        }
+        seq.blocks.clear();
+    }
+
+    /// Times the pass and emits its tokens: every request that ends the pass fully computed
+    /// gets one, and those that were already decoding make up the decode batch.
+    fn finish_pass(&mut self) {
+        let (mut n, mut isl, mut pre) = (0u64, 0u64, 0u64);
+        for c in self.chunks.iter().filter(|c| c.has_prompt()) {
+            n += 1;
+            isl += c.prompt_after as u64;
+            pre += c.prompt_before as u64;
+        }
+        let prefill = if n == 0 || self.cfg.worker_type == WorkerType::Decode {
+            Default::default()
+        } else {
+            self.timer.prefill(n, isl / n, pre / n)
+        };
+        let (mut batch, mut context) = (0u64, 0u64);
+        for &s in &self.running {
+            let seq = self.seq(s);
+            if seq.fully_computed() && seq.generated > 0 && !seq.generation_done() {
+                batch += 1;
+                context += seq.len() as u64;
+            }
+        }
+        let decode = if self.cfg.worker_type == WorkerType::Prefill {
+            Default::default()
+        } else {
+            let total = self.cfg.num_blocks as u64 * self.cfg.block_size as u64;
+            self.timer.decode(batch, context, total)
+        };
+        self.out.duration = prefill + decode;
+
+        let mut k = 0;
+        while k < self.running.len() {
+            let s = self.running[k];
+            let max_len = self.cfg.max_model_len;
+            let seq = self.seq_mut(s);
+            if !seq.fully_computed() {
+                k += 1;
+                continue;
+            }
+            if !seq.generation_done() {
+                seq.generated += 1;
+                let id = seq.id;
+                self.out.tokens.push(id);
+            }
+            let seq = self.seq(s);
+            if seq.generation_done() || max_len.is_some_and(|m| seq.len() >= m) {
+                self.running.remove(k);
+                self.finish(s, Outcome::Completed);
+            } else {
+                k += 1;
+            }
+        }
+        self.out.metrics = RankMetrics { cache_hit_tokens: self.out.metrics.cache_hit_tokens, cache_query_tokens: self.out.metrics.cache_query_tokens, ..self.metrics() };
+        self.pool.events.drain_into(&mut self.out.kv_events);
+    }
+
+    /// Retires a request that has left `running`/`waiting`, releasing its blocks.
+    fn finish(&mut self, s: u32, outcome: Outcome) {
+        self.release_blocks(s);
+        let seq = self.seqs[s as usize].take().expect("live sequence");
+        self.free_seq_slots.push(s);
+        self.out.finished.push(Finished { id: seq.id, outcome });
+    }
+
+    pub fn abandon(&mut self, reason: &str) -> Vec<Finished> {
+        let mut all: Vec<u32> = self.running.drain(..).collect();
+        all.extend(self.waiting.drain(..));
+        let mark = self.out.finished.len();
+        for s in all {
+            self.finish(s, Outcome::Unschedulable(reason.to_string()));
+        }
+        self.out.finished.split_off(mark)
+    }
+
+    pub fn metrics(&self) -> RankMetrics {
+        let active = self.pool.active() as u64;
+        let total = self.cfg.num_blocks as u64;
+        RankMetrics {
+            dp_rank: self.dp_rank,
+            active_decode_blocks: active,
+            total_blocks: total,
+            gpu_cache_usage_perc: if total == 0 { 0.0 } else { active as f64 / total as f64 },
+            running_requests: self.running.len() as u32,
+            waiting_requests: self.waiting.len() as u32,
+            preemptions_total: self.preemptions_total,
+            cache_hit_tokens: 0,
+            cache_query_tokens: 0,
+        }
+    }
+
+    pub fn check(&self) -> Result<(), String> {
+        self.pool.check()?;
+        let held: usize = self.running.iter().map(|&s| self.seq(s).blocks.len()).sum();
+        let waiting_held: usize = self.waiting.iter().map(|&s| self.seq(s).blocks.len()).sum();
+        if waiting_held != 0 {
+            return Err("a waiting request holds blocks".into());
+        }
+        if held < self.pool.active() as usize {
+            return Err(format!("requests hold {held} blocks but {} are active", self.pool.active()));
+        }
+        Ok(())
+    }
+}

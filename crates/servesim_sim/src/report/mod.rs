@@ -1,0 +1,187 @@
+//! The collector: per-request timelines, folded into Dynamo's replay summary (same keys, same
+//! definitions) and per-request records.
+
+mod sketch;
+mod stats;
+
+pub use sketch::DdSketch;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use stats::{num, Samples, Sketched};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Not finished when the run ended (a cancelled run).
+    Pending,
+    Completed,
+    Rejected,
+    Unschedulable,
+}
+
+/// One request's life, indexed by its trace line.
+#[derive(Clone, Debug, Serialize)]
+pub struct RequestRecord {
+    pub arrival_ms: f64,
+    pub input_length: u32,
+    pub first_token_ms: Option<f64>,
+    pub last_token_ms: Option<f64>,
+    pub end_ms: Option<f64>,
+    pub output_tokens: u32,
+    /// Best reuse over all admissions (can exceed the prompt after a preemption).
+    pub reused_input_tokens: u32,
+    pub first_admission_reused_tokens: Option<u32>,
+    pub admissions: u32,
+    pub status: Status,
+    pub worker: u32,
+    /// Second token − first token.
+    pub ttst_ms: Option<f64>,
+}
+
+impl RequestRecord {
+    pub fn readmissions(&self) -> u32 {
+        self.admissions.saturating_sub(1)
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Collector {
+    pub records: Vec<RequestRecord>,
+    /// Why each unschedulable or rejected request stopped, by trace index.
+    pub reasons: Vec<(u32, String)>,
+    itl: Sketched,
+    per_user_tps: Sketched,
+    pub committed_prefill_tokens: u64,
+}
+
+impl Collector {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn arrive(&mut self, arrival_ms: f64, input_length: u32) -> u32 {
+        self.records.push(RequestRecord {
+            arrival_ms,
+            input_length,
+            first_token_ms: None,
+            last_token_ms: None,
+            end_ms: None,
+            output_tokens: 0,
+            reused_input_tokens: 0,
+            first_admission_reused_tokens: None,
+            admissions: 0,
+            status: Status::Pending,
+            worker: 0,
+            ttst_ms: None,
+        });
+        (self.records.len() - 1) as u32
+    }
+
+    pub fn admit(&mut self, i: u32, reused: u32) {
+        let r = &mut self.records[i as usize];
+        r.admissions += 1;
+        r.reused_input_tokens = r.reused_input_tokens.max(reused);
+        r.first_admission_reused_tokens.get_or_insert(reused);
+    }
+
+    pub fn token(&mut self, i: u32, t: f64) {
+        let r = &mut self.records[i as usize];
+        if let Some(prev) = r.last_token_ms {
+            let gap = t - prev;
+            if r.output_tokens == 1 {
+                r.ttst_ms = Some(gap);
+            }
+            self.itl.add(gap);
+            if gap > 0.0 {
+                self.per_user_tps.add(1000.0 / gap);
+            }
+        } else {
+            r.first_token_ms = Some(t);
+        }
+        r.last_token_ms = Some(t);
+        r.output_tokens += 1;
+    }
+
+    pub fn finish(&mut self, i: u32, t: f64, status: Status, reason: Option<String>) {
+        let r = &mut self.records[i as usize];
+        r.end_ms = Some(t);
+        r.status = status;
+        if let Some(reason) = reason {
+            self.reasons.push((i, reason));
+        }
+    }
+
+    /// The summary, with the reference replay's keys and definitions.
+    pub fn summary(&self) -> Map<String, Value> {
+        let mut ttft = Samples::default();
+        let mut ttst = Samples::default();
+        let mut tpot = Samples::default();
+        let mut e2e = Samples::default();
+        let (mut completed, mut input, mut output, mut reused, mut first_reused) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut rejected = 0u64;
+        let mut unschedulable = 0u64;
+        let mut last_end: f64 = 0.0;
+        let first_arrival = self.records.iter().map(|r| r.arrival_ms).fold(f64::INFINITY, f64::min);
+        for r in &self.records {
+            match r.status {
+                Status::Completed => {}
+                Status::Rejected => {
+                    rejected += 1;
+                    continue;
+                }
+                Status::Unschedulable => {
+                    unschedulable += 1;
+                    continue;
+                }
+                Status::Pending => continue,
+            }
+            completed += 1;
+            input += r.input_length as u64;
+            output += r.output_tokens as u64;
+            reused += r.reused_input_tokens as u64;
+            first_reused += r.first_admission_reused_tokens.unwrap_or(0) as u64;
+            let end = r.end_ms.unwrap_or(0.0);
+            last_end = last_end.max(end);
+            if let (Some(first), Some(last)) = (r.first_token_ms, r.last_token_ms) {
+                ttft.push(first - r.arrival_ms);
+                e2e.push(end - r.arrival_ms);
+                if let Some(gap) = r.ttst_ms {
+                    ttst.push(gap);
+                }
+                if r.output_tokens >= 2 {
+                    tpot.push((last - first) / (r.output_tokens - 1) as f64);
+                }
+            }
+        }
+        let duration = if completed == 0 || !first_arrival.is_finite() { 0.0 } else { last_end - first_arrival };
+        let per_s = |x: u64| if duration > 0.0 { x as f64 / (duration / 1000.0) } else { 0.0 };
+        let ratio = |x: u64| if input > 0 { x as f64 / input as f64 } else { 0.0 };
+
+        let mut m = Map::new();
+        m.insert("num_requests".into(), self.records.len().into());
+        m.insert("completed_requests".into(), completed.into());
+        m.insert("rejected_requests".into(), rejected.into());
+        m.insert("unschedulable_requests".into(), unschedulable.into());
+        m.insert("total_input_tokens".into(), input.into());
+        m.insert("total_output_tokens".into(), output.into());
+        m.insert("committed_prefill_tokens".into(), self.committed_prefill_tokens.into());
+        m.insert("duration_ms".into(), num(duration));
+        m.insert("request_throughput_rps".into(), num(per_s(completed)));
+        m.insert("input_throughput_tok_s".into(), num(per_s(input)));
+        m.insert("output_throughput_tok_s".into(), num(per_s(output)));
+        m.insert("total_throughput_tok_s".into(), num(per_s(input + output)));
+        m.insert("processed_tokens".into(), (input + output).into());
+        m.insert("prefix_cache_reused_ratio".into(), num(ratio(reused)));
+        m.insert("first_admission_prefix_cache_reused_ratio".into(), num(ratio(first_reused)));
+        m.insert("num_ttft_samples".into(), ttft.0.len().into());
+        m.insert("num_tpot_samples".into(), tpot.0.len().into());
+        m.insert("num_e2e_latency_samples".into(), e2e.0.len().into());
+        ttft.write(&mut m, "ttft_ms");
+        ttst.write(&mut m, "ttst_ms");
+        tpot.write(&mut m, "tpot_ms");
+        self.itl.write(&mut m, "itl_ms");
+        e2e.write(&mut m, "e2e_latency_ms");
+        self.per_user_tps.write(&mut m, "output_token_throughput_per_user");
+        m
+    }
+}

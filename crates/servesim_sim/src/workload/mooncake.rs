@@ -1,0 +1,102 @@
+//! Mooncake JSONL traces: one JSON object per line with `timestamp` (ms; alias
+//! `created_time`), `input_length` (alias `input_tokens`), `output_length` (alias
+//! `output_tokens`) and `hash_ids`, one id per trace block.
+
+use super::Workload;
+use crate::SimError;
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    #[serde(alias = "created_time")]
+    timestamp: f64,
+    #[serde(alias = "input_tokens")]
+    input_length: u32,
+    #[serde(alias = "output_tokens")]
+    output_length: u32,
+    hash_ids: Vec<u64>,
+    // Accepted and ignored: they only matter to features servesim does not model.
+    #[serde(default)]
+    #[allow(dead_code)]
+    session_id: Option<serde_json::Value>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    request_id: Option<serde_json::Value>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    priority: Option<serde_json::Value>,
+}
+
+/// Parses a whole trace. `source` names the file (or upload) in error messages.
+pub fn parse(text: &str, block_tokens: u32, source: &str) -> Result<Workload, SimError> {
+    if block_tokens == 0 {
+        return Err(SimError::new("trace_block_size must be positive"));
+    }
+    let mut w = Workload::new(block_tokens);
+    for (n, raw) in text.lines().enumerate() {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            continue;
+        }
+        let at = |msg: String| SimError::new(format!("{source}:{}: {msg}", n + 1));
+        let line: Line = serde_json::from_str(raw).map_err(|e| at(e.to_string()))?;
+        if !line.timestamp.is_finite() {
+            return Err(at("timestamp must be a finite number".into()));
+        }
+        if line.hash_ids.is_empty() {
+            return Err(at("hash_ids must not be empty".into()));
+        }
+        let capacity = line.hash_ids.len() as u64 * block_tokens as u64;
+        if line.input_length as u64 > capacity {
+            return Err(at(format!(
+                "input_length {} exceeds hash_ids capacity {} ({} ids × trace_block_size {block_tokens})",
+                line.input_length,
+                capacity,
+                line.hash_ids.len()
+            )));
+        }
+        w.push(line.timestamp, line.input_length, line.output_length, &line.hash_ids);
+    }
+    if w.is_empty() {
+        return Err(SimError::new(format!("{source}: the trace has no requests")));
+    }
+    Ok(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_and_token_synthesis() {
+        let t = "{\"created_time\": 5, \"input_tokens\": 5, \"output_tokens\": 2, \"hash_ids\": [7, 9]}\n\n";
+        let w = parse(t, 3, "t.jsonl").unwrap();
+        assert_eq!(w.len(), 1);
+        assert_eq!(w.request(0, 0).prompt, vec![7, 7, 7, 9, 9]);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_line() {
+        let t = "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 2, \"hash_ids\": [1]}\n{\"timestamp\": 1, \"input_length\": 5}\n";
+        let e = parse(t, 512, "x.jsonl").unwrap_err().to_string();
+        assert!(e.starts_with("x.jsonl:2: missing field"), "{e}");
+        let e = parse("{\"timestamp\": 0, \"input_length\": 40, \"output_length\": 2, \"hash_ids\": [1, 2]}", 16, "y").unwrap_err();
+        assert!(e.to_string().contains("y:1: input_length 40 exceeds hash_ids capacity 32"), "{e}");
+        let e = parse("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1], \"bogus\": 1}", 16, "z").unwrap_err();
+        assert!(e.to_string().contains("z:1: unknown field `bogus`"), "{e}");
+        assert!(parse("\n", 16, "e").unwrap_err().to_string().contains("no requests"));
+        assert!(parse("not json", 16, "n").unwrap_err().to_string().starts_with("n:1:"));
+    }
+
+    #[test]
+    fn arrivals_are_normalised_and_ordered() {
+        let mut w = Workload::new(16);
+        for ts in [100.0, 150.5, 0.0 + 100.0, 333.3333] {
+            w.push(ts, 1, 1, &[1]);
+        }
+        let (t, order) = w.arrivals(2.0);
+        assert_eq!(t, vec![0.0, 25.25, 0.0, 116.66665]);
+        assert_eq!(order, vec![0, 2, 1, 3]);
+    }
+}
