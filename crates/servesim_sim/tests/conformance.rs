@@ -1,0 +1,71 @@
+//! Every deterministic conformance case must match the reference request by request, by the
+//! rule of the shared `compare.py` (see tests/conformance/README.md).
+
+use serde_json::Value;
+use servesim_sim::replay::Case;
+use servesim_sim::workload::mooncake;
+use servesim_sim::Simulation;
+use std::path::{Path, PathBuf};
+
+/// Cases servesim reproduces today; each must match exactly.
+const MUST_MATCH: &[&str] = &[
+    "vllm-light",
+    "vllm-prefix",
+    "vllm-pressure-lifo",
+    "vllm-pressure-fifo",
+    "vllm-nochunk-nocache",
+    "rr4-burst",
+];
+
+const SUMMARY_KEYS: &[&str] = &[
+    "completed_requests", "total_output_tokens", "duration_ms", "mean_ttft_ms", "p99_ttft_ms",
+    "mean_tpot_ms", "mean_itl_ms", "mean_e2e_latency_ms", "p99_e2e_latency_ms",
+    "prefix_cache_reused_ratio", "output_throughput_tok_s",
+];
+
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases")
+}
+
+fn run_case(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    let case = Case::from_json_str(&text, &path.display().to_string()).unwrap();
+    let cfg = case.config().unwrap();
+    let trace_path = path.parent().unwrap().join(&case.trace);
+    let trace = std::fs::read_to_string(&trace_path).unwrap();
+    let workload = mooncake::parse(&trace, case.trace_block_size(), "trace").unwrap();
+    Simulation::new(&cfg, workload).unwrap().run().to_json()
+}
+
+fn close(reference: &Value, got: &Value) -> bool {
+    match (reference.as_f64(), got.as_f64()) {
+        (None, None) => reference.is_null() && got.is_null(),
+        (Some(r), Some(g)) => (r - g).abs() <= f64::max(0.01, 1e-4 * g.abs()),
+        _ => false,
+    }
+}
+
+fn check(name: &str) {
+    let path = cases_dir().join(format!("{name}.json"));
+    let case: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let got = run_case(&path);
+    for k in SUMMARY_KEYS {
+        let (r, g) = (case["expected"][k].as_f64().unwrap(), got["summary"][k].as_f64().unwrap());
+        let err = if r.abs() > 1e-9 { (g - r).abs() / r.abs() } else { g.abs() };
+        assert!(err <= 1e-3, "{name}: summary {k}: reference {r}, servesim {g}");
+    }
+    let rows = case["per_request"].as_array().unwrap();
+    let got_rows = got["per_request"].as_array().unwrap();
+    assert_eq!(rows.len(), got_rows.len(), "{name}: row count");
+    for (i, (r, g)) in rows.iter().zip(got_rows).enumerate() {
+        let ok = close(&r[0], &g[0]) && close(&r[1], &g[1]) && r[2] == g[2] && r[3] == g[3] && r[4] == g[4];
+        assert!(ok, "{name}: request {i} (trace line {}): reference {r}, servesim {g}", i + 1);
+    }
+}
+
+#[test]
+fn deterministic_cases_match_the_reference_request_by_request() {
+    for name in MUST_MATCH {
+        check(name);
+    }
+}
