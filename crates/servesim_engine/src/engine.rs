@@ -5,6 +5,7 @@
 use crate::args::{ArgsError, Backend, EngineArgs};
 use crate::kv::KvEvent;
 use crate::metrics::RankMetrics;
+use crate::sched::sglang::SglangCore;
 use crate::sched::vllm::VllmCore;
 use crate::sequence::Request;
 use std::time::Duration;
@@ -69,6 +70,7 @@ impl PassOutput {
 #[derive(Debug)]
 pub enum Engine {
     Vllm(VllmCore),
+    Sglang(SglangCore),
 }
 
 impl Engine {
@@ -78,9 +80,7 @@ impl Engine {
         args.validate()?;
         match args.backend {
             Backend::Vllm => Ok(Engine::Vllm(VllmCore::new(args, dp_rank, emit_events)?)),
-            Backend::Sglang => Err(ArgsError(
-                "engine.backend \"sglang\" is not supported yet by servesim (the vllm backend is)".into(),
-            )),
+            Backend::Sglang => Ok(Engine::Sglang(SglangCore::new(args, dp_rank, emit_events)?)),
             Backend::Trtllm => Err(ArgsError("engine.backend \"trtllm\" is not supported by servesim".into())),
         }
     }
@@ -88,6 +88,7 @@ impl Engine {
     pub fn submit(&mut self, req: Request) {
         match self {
             Engine::Vllm(c) => c.submit(req),
+            Engine::Sglang(c) => c.submit(req),
         }
     }
 
@@ -95,6 +96,7 @@ impl Engine {
     pub fn in_flight(&self) -> usize {
         match self {
             Engine::Vllm(c) => c.in_flight(),
+            Engine::Sglang(c) => c.in_flight(),
         }
     }
 
@@ -106,6 +108,7 @@ impl Engine {
     pub fn step(&mut self, now_ms: f64) -> &PassOutput {
         match self {
             Engine::Vllm(c) => c.step(now_ms),
+            Engine::Sglang(c) => c.step(now_ms),
         }
     }
 
@@ -114,12 +117,14 @@ impl Engine {
     pub fn abandon(&mut self, reason: &str) -> Vec<Finished> {
         match self {
             Engine::Vllm(c) => c.abandon(reason),
+            Engine::Sglang(c) => c.abandon(reason),
         }
     }
 
     pub fn metrics(&self) -> RankMetrics {
         match self {
             Engine::Vllm(c) => c.metrics(),
+            Engine::Sglang(c) => c.metrics(),
         }
     }
 
@@ -127,6 +132,7 @@ impl Engine {
     pub fn check(&self) -> Result<(), String> {
         match self {
             Engine::Vllm(c) => c.check(),
+            Engine::Sglang(c) => c.check(),
         }
     }
 }

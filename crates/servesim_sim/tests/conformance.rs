@@ -15,6 +15,8 @@ const MUST_MATCH: &[&str] = &[
     "vllm-pressure-fifo",
     "vllm-nochunk-nocache",
     "rr4-burst",
+    "sglang-prefix",
+    "sglang-fixed-timing",
 ];
 
 const SUMMARY_KEYS: &[&str] = &[

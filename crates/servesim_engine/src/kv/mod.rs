@@ -2,6 +2,8 @@
 
 pub mod block_pool;
 pub mod events;
+pub mod radix;
 
 pub use block_pool::{BlockPool, SlotId};
+pub use radix::{NodeId, RadixCache, ROOT};
 pub use events::{EventSink, KvEvent, KvEventData, StoredBlock};

@@ -1,0 +1,270 @@
+//! The SGLang-style scheduler: a radix prefix cache with pages of `block_size` tokens,
+//! extend ("prefill") passes formed under three budgets, decode passes for everything
+//! running, and retraction under decode memory pressure. Rules and their evidence:
+//! `shared/reference/verified-sglang-cluster.md` §1.
+//!
+//! One pass either extends (prefills) a batch taken from `waiting` — the running requests
+//! then wait, only the newly prefilled get their token — or, when no batch forms, decodes
+//! every running request.
+
+mod decode;
+mod policy;
+mod prefill_batch;
+mod request;
+
+use crate::args::{ArgsError, EngineArgs, SchedulePolicy, WorkerType};
+use crate::engine::{Finished, Outcome, PassOutput};
+use crate::kv::{EventSink, RadixCache, ROOT};
+use crate::metrics::RankMetrics;
+use crate::perf::PassTimer;
+use crate::sequence::Request;
+use request::SgRequest;
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug)]
+struct Config {
+    page: u32,
+    pages: u32,
+    max_running: usize,
+    prefix_caching: bool,
+    policy: SchedulePolicy,
+    max_prefill_tokens: u32,
+    chunked_prefill_size: u32,
+    clip_max_new_tokens: u32,
+    worker_type: WorkerType,
+}
+
+/// `new_token_ratio`: how much of the running requests' remaining output the prefill budget
+/// keeps in reserve. It starts at `0.7 × schedule_conservativeness` and decays linearly, per
+/// decode pass, to 14 % of that over 600 passes.
+#[derive(Clone, Copy, Debug)]
+struct TokenRatio {
+    init: f64,
+    min: f64,
+    step: f64,
+    current: f64,
+}
+
+impl TokenRatio {
+    fn new(conservativeness: f64) -> Self {
+        let init = 0.7 * conservativeness;
+        let min = init * 0.14;
+        TokenRatio { init, min, step: (init - min) / 600.0, current: init }
+    }
+    fn decay(&mut self) {
+        self.current = (self.current - self.step).max(self.min);
+    }
+    fn reset(&mut self) {
+        self.current = self.init;
+    }
+}
+
+#[derive(Debug)]
+pub struct SglangCore {
+    cfg: Config,
+    timer: PassTimer,
+    cache: RadixCache,
+    dp_rank: u32,
+    reqs: Vec<Option<SgRequest>>,
+    free_slots: Vec<u32>,
+    waiting: VecDeque<u32>,
+    running: Vec<u32>,
+    ratio: TokenRatio,
+    retractions_total: u64,
+    scratch: (Vec<u32>, Vec<u8>),
+    out: PassOutput,
+}
+
+impl SglangCore {
+    pub fn new(args: &EngineArgs, dp_rank: u32, emit_events: bool) -> Result<Self, ArgsError> {
+        let sg = args.sglang();
+        let cfg = Config {
+            page: args.block_size(),
+            pages: args.num_gpu_blocks,
+            max_running: args.max_num_seqs.map_or(usize::MAX, |n| n as usize),
+            prefix_caching: args.enable_prefix_caching,
+            policy: sg.schedule_policy,
+            max_prefill_tokens: sg.max_prefill_tokens,
+            chunked_prefill_size: sg.chunked_prefill_size,
+            clip_max_new_tokens: sg.clip_max_new_tokens,
+            worker_type: args.worker_type,
+        };
+        let events = emit_events && cfg.prefix_caching && cfg.worker_type != WorkerType::Decode;
+        Ok(SglangCore {
+            cache: RadixCache::new(cfg.pages, EventSink::new(events, dp_rank)),
+            timer: PassTimer::from_args(args)?,
+            ratio: TokenRatio::new(sg.schedule_conservativeness),
+            cfg,
+            dp_rank,
+            reqs: Vec::new(),
+            free_slots: Vec::new(),
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            retractions_total: 0,
+            scratch: (Vec::new(), Vec::new()),
+            out: PassOutput::default(),
+        })
+    }
+
+    pub fn submit(&mut self, req: Request) {
+        let r = SgRequest::new(req);
+        let slot = match self.free_slots.pop() {
+            Some(s) => {
+                self.reqs[s as usize] = Some(r);
+                s
+            }
+            None => {
+                self.reqs.push(Some(r));
+                (self.reqs.len() - 1) as u32
+            }
+        };
+        self.waiting.push_back(slot);
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.waiting.len() + self.running.len()
+    }
+
+    fn req(&self, s: u32) -> &SgRequest {
+        self.reqs[s as usize].as_ref().expect("live request")
+    }
+
+    fn req_mut(&mut self, s: u32) -> &mut SgRequest {
+        self.reqs[s as usize].as_mut().expect("live request")
+    }
+
+    fn pool_tokens(&self) -> u64 {
+        self.cfg.pages as u64 * self.cfg.page as u64
+    }
+
+    fn ceil_page(&self, tokens: u32) -> u32 {
+        tokens.div_ceil(self.cfg.page) * self.cfg.page
+    }
+
+    /// One forward pass.
+    pub fn step(&mut self, _now_ms: f64) -> &PassOutput {
+        self.out.clear();
+        policy::reorder_waiting(self);
+        let batch = prefill_batch::form(self);
+        if batch.is_empty() {
+            if !self.running.is_empty() {
+                decode::decode_pass(self);
+            } else if let Some(s) = self.waiting.pop_front() {
+                // Nothing runs and the head of the queue cannot start: the pool is as empty
+                // as it will ever be, so it never will (the reference aborts the replay).
+                let reason = prefill_batch::unschedulable_reason(self, s);
+                self.finish(s, Outcome::Unschedulable(reason));
+            }
+        } else {
+            prefill_batch::run(self, batch);
+        }
+        let (hit, query) = (self.out.metrics.cache_hit_tokens, self.out.metrics.cache_query_tokens);
+        self.out.metrics = RankMetrics { cache_hit_tokens: hit, cache_query_tokens: query, ..self.metrics() };
+        self.cache.events.drain_into(&mut self.out.kv_events);
+        &self.out
+    }
+
+    /// Page keys ((local, sequence) hashes) of request `s`'s full pages `from..to`.
+    fn page_hashes(&mut self, s: u32, from: u32, to: u32) -> Vec<(u64, u64)> {
+        let page = self.cfg.page;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let r = self.reqs[s as usize].as_mut().expect("live request");
+        let v = (from..to)
+            .map(|i| {
+                let (seq, local) = r.seq.block_hashes(i, page, &mut scratch);
+                (local, seq)
+            })
+            .collect();
+        self.scratch = scratch;
+        v
+    }
+
+    /// Moves `s`'s materialised full pages that are still private into the radix tree and
+    /// moves its lock to the new end of its cached prefix.
+    fn cache_materialized(&mut self, s: u32) {
+        let page = self.cfg.page;
+        let r = self.req(s);
+        let full = r.seq.num_computed / page;
+        if full <= r.tree_pages {
+            return;
+        }
+        if !self.cfg.prefix_caching {
+            return;
+        }
+        let from = r.tree_pages;
+        let old = r.node;
+        let pages = self.page_hashes(s, from, full);
+        let node = self.cache.insert(old, &pages);
+        self.cache.lock(node);
+        self.cache.unlock(old);
+        let r = self.req_mut(s);
+        r.node = node;
+        r.private_pages -= full - from;
+        r.tree_pages = full;
+    }
+
+    /// Lets go of everything `s` holds: its cached prefix stays in the tree, unlocked; its
+    /// private pages return to the pool.
+    fn release(&mut self, s: u32) {
+        let r = self.req_mut(s);
+        let (node, private) = (r.node, r.private_pages);
+        r.node = ROOT;
+        r.tree_pages = 0;
+        r.private_pages = 0;
+        self.cache.unlock(node);
+        self.cache.release_private(private);
+    }
+
+    /// A request that got its last token: cache its full pages, release the rest.
+    fn complete(&mut self, s: u32) {
+        self.cache_materialized(s);
+        self.finish(s, Outcome::Completed);
+    }
+
+    fn finish(&mut self, s: u32, outcome: Outcome) {
+        self.release(s);
+        let r = self.reqs[s as usize].take().expect("live request");
+        self.free_slots.push(s);
+        self.out.finished.push(Finished { id: r.seq.id, outcome });
+    }
+
+    pub fn abandon(&mut self, reason: &str) -> Vec<Finished> {
+        let mut all: Vec<u32> = self.running.drain(..).collect();
+        all.extend(self.waiting.drain(..));
+        let mark = self.out.finished.len();
+        for s in all {
+            self.finish(s, Outcome::Unschedulable(reason.to_string()));
+        }
+        self.out.finished.split_off(mark)
+    }
+
+    pub fn metrics(&self) -> RankMetrics {
+        let used = self.cache.used_pages() as u64;
+        let total = self.cfg.pages as u64;
+        RankMetrics {
+            dp_rank: self.dp_rank,
+            active_decode_blocks: used,
+            total_blocks: total,
+            gpu_cache_usage_perc: if total == 0 { 0.0 } else { used as f64 / total as f64 },
+            running_requests: self.running.len() as u32,
+            waiting_requests: self.waiting.len() as u32,
+            preemptions_total: self.retractions_total,
+            cache_hit_tokens: 0,
+            cache_query_tokens: 0,
+        }
+    }
+
+    pub fn check(&self) -> Result<(), String> {
+        self.cache.check()?;
+        let private: u32 = self.reqs.iter().flatten().map(|r| r.private_pages).sum();
+        if private != self.cache.used_pages() - self.cache.protected_pages() {
+            return Err(format!("requests hold {private} private pages, the pool says otherwise"));
+        }
+        for r in self.reqs.iter().flatten() {
+            if self.cache.depth(r.node) != r.tree_pages {
+                return Err(format!("request {} locks {} pages, says {}", r.seq.id, self.cache.depth(r.node), r.tree_pages));
+            }
+        }
+        Ok(())
+    }
+}

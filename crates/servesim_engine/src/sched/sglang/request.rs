@@ -1,0 +1,31 @@
+//! A request inside the SGLang core: its tokens and how much of them the pool holds.
+
+use crate::kv::{NodeId, ROOT};
+use crate::sequence::{Request, Sequence};
+
+#[derive(Debug)]
+pub(super) struct SgRequest {
+    /// Tokens, generated count; `num_computed` is the materialised (KV-computed) length.
+    pub seq: Sequence,
+    /// End of the cached prefix this request has locked in the radix tree (ROOT if none).
+    pub node: NodeId,
+    /// Pages of that prefix (the depth of `node`).
+    pub tree_pages: u32,
+    /// Pages held outside the tree: the uncached tail.
+    pub private_pages: u32,
+}
+
+impl SgRequest {
+    pub fn new(req: Request) -> Self {
+        SgRequest { seq: Sequence::new(req), node: ROOT, tree_pages: 0, private_pages: 0 }
+    }
+
+    /// Tokens of KV space held (page-rounded).
+    pub fn allocated_pages(&self) -> u32 {
+        self.tree_pages + self.private_pages
+    }
+
+    pub fn remaining_output(&self) -> u32 {
+        self.seq.max_output.saturating_sub(self.seq.generated)
+    }
+}
