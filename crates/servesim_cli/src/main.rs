@@ -5,6 +5,7 @@ use servesim_sim::replay::Case;
 use servesim_sim::scenario::{Scenario, WorkloadSpec};
 use servesim_sim::workload::mooncake;
 use servesim_sim::{SimError, Simulation};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -36,8 +37,15 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(json) => {
-            println!("{json}");
-            ExitCode::SUCCESS
+            // A closed pipe (`| head`) is the reader's choice, not an error.
+            let mut out = std::io::stdout().lock();
+            match writeln!(out, "{json}") {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    eprintln!("servesim: writing the result: {e}");
+                    ExitCode::from(1)
+                }
+                _ => ExitCode::SUCCESS,
+            }
         }
         Err(e) => {
             eprintln!("servesim: {e}");
