@@ -1,1 +1,231 @@
-pub fn placeholder() {}
+//! servesim in the browser: a thin wasm-bindgen adapter over `servesim_sim`.
+//!
+//! JS gets one handle, [`Simulation`]: create it from a scenario (and, for a trace workload,
+//! the uploaded trace's text), call `advance` in slices until it returns `true` (reading
+//! `progress` in between), or `cancel` it; then read the summary, the per-request records and
+//! the time series, the last two as typed-array columns. Every error is a JS `Error` whose
+//! message is the simulator's own (it names the field or the trace line).
+//!
+//! The conversion logic that is not wasm-specific lives in [`columns`], so it is tested
+//! natively as well as in Node.
+
+pub mod columns;
+
+use columns::{Columns, Series};
+use js_sys::{Array, Float64Array, Object, Reflect};
+use serde::Serialize;
+use servesim_sim::report::Status;
+use servesim_sim::{RunReport, Scenario, SimError};
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(start)]
+pub fn start() {
+    console_error_panic_hook::set_once();
+}
+
+fn js_err(e: impl std::fmt::Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+fn to_js<T: Serialize + ?Sized>(v: &T) -> Result<JsValue, JsError> {
+    v.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(js_err)
+}
+
+fn set(obj: &Object, key: &str, value: &JsValue) {
+    // Setting a property on a plain object we just created cannot fail.
+    let _ = Reflect::set(obj, &JsValue::from_str(key), value);
+}
+
+fn columns_to_js(cols: &Columns) -> Object {
+    let obj = Object::new();
+    for (name, values) in cols {
+        set(&obj, name, &Float64Array::from(&values[..]).into());
+    }
+    obj
+}
+
+/// The adapter's version (the workspace version).
+#[wasm_bindgen(js_name = version)]
+pub fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}
+
+/// The default scenario with every field spelled out, as JSON text.
+#[wasm_bindgen(js_name = defaultScenario)]
+pub fn default_scenario() -> Result<String, JsError> {
+    serde_json::to_string(&Scenario::default()).map_err(js_err)
+}
+
+/// Parses and validates a scenario; returns it with every field spelled out (defaults filled),
+/// as JSON text. The error names the field (`engine.num_gpu_blockz: unknown field ...`).
+#[wasm_bindgen(js_name = normalizeScenario)]
+pub fn normalize_scenario(json: &str) -> Result<String, JsError> {
+    let s = Scenario::from_json_str(json).map_err(js_err)?;
+    serde_json::to_string(&s).map_err(js_err)
+}
+
+enum State {
+    Running(Box<servesim_sim::Simulation>),
+    Finished(RunReport),
+    /// Only while moving from Running to Finished.
+    Taken,
+}
+
+/// A simulation run, advanced in slices so a Web Worker can report progress and cancel.
+#[wasm_bindgen]
+pub struct Simulation {
+    state: State,
+    scenario: Scenario,
+    cancelled: bool,
+    last_progress: f64,
+    now_ms: f64,
+}
+
+#[wasm_bindgen]
+impl Simulation {
+    /// Builds a run from scenario JSON. A `{"type": "trace"}` workload takes its Mooncake
+    /// JSONL text from `trace` (errors name `path:line`).
+    #[wasm_bindgen(constructor)]
+    pub fn new(scenario_json: &str, trace: Option<String>) -> Result<Simulation, JsError> {
+        let scenario = Scenario::from_json_str(scenario_json).map_err(js_err)?;
+        let sim = columns::build(&scenario, trace.as_deref()).map_err(js_err)?;
+        Ok(Simulation { state: State::Running(Box::new(sim)), scenario, cancelled: false, last_progress: 0.0, now_ms: 0.0 })
+    }
+
+    /// Processes up to `max_timestamps` distinct virtual timestamps; `true` once the run is over
+    /// (finished or cancelled).
+    pub fn advance(&mut self, max_timestamps: u32) -> bool {
+        let State::Running(sim) = &mut self.state else { return true };
+        let done = sim.advance(max_timestamps.max(1) as usize);
+        self.now_ms = sim.now_ms();
+        self.last_progress = sim.progress();
+        if done {
+            self.finish();
+        }
+        done
+    }
+
+    /// Stops the run where it is: requests not finished stay `pending` and are left out of
+    /// the summary.
+    pub fn cancel(&mut self) {
+        if matches!(self.state, State::Running(_)) {
+            self.cancelled = true;
+            self.finish();
+        }
+    }
+
+    fn finish(&mut self) {
+        self.state = match std::mem::replace(&mut self.state, State::Taken) {
+            State::Running(sim) => State::Finished(sim.finish()),
+            other => other,
+        };
+    }
+
+    /// Fraction of the work done, in [0, 1].
+    pub fn progress(&self) -> f64 {
+        match &self.state {
+            State::Running(sim) => sim.progress(),
+            _ if self.cancelled => self.last_progress,
+            _ => 1.0,
+        }
+    }
+
+    /// Virtual time reached, in ms.
+    #[wasm_bindgen(js_name = nowMs)]
+    pub fn now_ms(&self) -> f64 {
+        self.now_ms
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn done(&self) -> bool {
+        matches!(self.state, State::Finished(_))
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn cancelled(&self) -> bool {
+        self.cancelled
+    }
+
+    /// Number of requests in the workload.
+    #[wasm_bindgen(js_name = numRequests)]
+    pub fn num_requests(&self) -> usize {
+        match &self.state {
+            State::Finished(r) => r.collector.records.len(),
+            _ => 0,
+        }
+    }
+
+    fn report(&self) -> Result<&RunReport, JsError> {
+        match &self.state {
+            State::Finished(r) => Ok(r),
+            _ => Err(JsError::new("the run is still going: advance it until it returns true, or cancel it")),
+        }
+    }
+
+    /// The summary: Dynamo's replay-summary keys (`mean_ttft_ms`, `p99_ttft_ms`, ...).
+    pub fn summary(&self) -> Result<JsValue, JsError> {
+        to_js(&self.report()?.summary())
+    }
+
+    /// What `servesim run` prints for this scenario: `{"summary", "per_request",
+    /// "not_completed"?}`, as JSON text.
+    #[wasm_bindgen(js_name = reportJson)]
+    pub fn report_json(&self) -> Result<String, JsError> {
+        Ok(self.report()?.to_json().to_string())
+    }
+
+    /// Per-request records as columns of equal length (one `Float64Array` each, `NaN` where
+    /// a time is absent): arrival_ms, input_length, first_token_ms, last_token_ms, end_ms,
+    /// output_tokens, reused_input_tokens, admissions, status (0 pending, 1 completed,
+    /// 2 rejected, 3 unschedulable), worker, ttst_ms.
+    pub fn records(&self) -> Result<Object, JsError> {
+        Ok(columns_to_js(&columns::record_columns(&self.report()?.collector.records)))
+    }
+
+    /// Why each rejected or unschedulable request stopped: `[{request, status, reason}]`.
+    pub fn reasons(&self) -> Result<JsValue, JsError> {
+        let r = self.report()?;
+        let list: Vec<_> = r
+            .collector
+            .reasons
+            .iter()
+            .map(|(i, why)| {
+                let status = r.collector.records.get(*i as usize).map(|rec| rec.status).unwrap_or(Status::Pending);
+                serde_json::json!({"request": i, "status": status, "reason": why})
+            })
+            .collect();
+        to_js(&list)
+    }
+
+    /// Time series over windows of `interval_ms` (0 picks about 120 windows): `{interval_ms,
+    /// source, t_ms, cluster: {name: Float64Array}, ranks: [{worker, dp_rank, columns: {name:
+    /// Float64Array}}]}`. `source` says where the figures come from.
+    pub fn timeseries(&self, interval_ms: f64) -> Result<Object, JsError> {
+        let r = self.report()?;
+        let s = columns::derived_timeseries(&r.collector.records, &self.scenario, interval_ms);
+        Ok(series_to_js(&s))
+    }
+}
+
+fn series_to_js(s: &Series) -> Object {
+    let obj = Object::new();
+    set(&obj, "interval_ms", &JsValue::from_f64(s.interval_ms));
+    set(&obj, "source", &JsValue::from_str(s.source));
+    set(&obj, "t_ms", &Float64Array::from(&s.t_ms[..]).into());
+    set(&obj, "cluster", &columns_to_js(&s.cluster).into());
+    let ranks = Array::new();
+    for rank in &s.ranks {
+        let o = Object::new();
+        set(&o, "worker", &JsValue::from_f64(rank.worker as f64));
+        set(&o, "dp_rank", &JsValue::from_f64(rank.dp_rank as f64));
+        set(&o, "columns", &columns_to_js(&rank.columns).into());
+        ranks.push(&o);
+    }
+    set(&obj, "ranks", &ranks.into());
+    obj
+}
+
+/// Kept for callers that only want errors as text (and for tests on the host).
+pub fn check_scenario(json: &str) -> Result<(), SimError> {
+    Scenario::from_json_str(json).map(|_| ())
+}
