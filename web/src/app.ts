@@ -1,0 +1,76 @@
+// Shared start-up for both pages: the engine worker, reading the scenario from a link, and
+// the status line.
+
+import { Engine } from './engine';
+import { diff, type JsonObject } from './scenario';
+import { decodeLink, encodeLink, LinkError } from './share';
+
+export const STORAGE_KEY = 'servesim.scenario.v1';
+
+export type State = 'loading' | 'ready' | 'running' | 'done' | 'error';
+
+export class Status {
+  runs = 0;
+  constructor(private node: HTMLElement) {}
+  set(state: State, text: string): void {
+    this.node.dataset.state = state;
+    this.node.textContent = text;
+    if (state === 'done') {
+      this.runs += 1;
+      this.node.dataset.runs = String(this.runs);
+    }
+  }
+}
+
+export function showMessage(node: HTMLElement, text: string | null, kind: 'error' | 'info' = 'error'): void {
+  node.hidden = !text;
+  node.dataset.kind = kind;
+  node.textContent = text ?? '';
+}
+
+export interface Boot {
+  engine: Engine;
+  defaults: JsonObject;
+  version: string;
+}
+
+/** Starts the worker and waits for the engine's defaults. */
+export async function boot(): Promise<Boot> {
+  const engine = new Engine();
+  const hello = await engine.hello();
+  return { engine, defaults: JSON.parse(hello.defaults) as JsonObject, version: hello.version };
+}
+
+/**
+ * The scenario a hash opens: the engine-normalised full scenario, or the defaults with a
+ * message saying why the link was refused. `null` scenario: no link.
+ */
+export async function scenarioFromHash(b: Boot, hash: string): Promise<{ scenario: JsonObject | null; error: string | null }> {
+  let partial: JsonObject | null;
+  try {
+    partial = await decodeLink(hash);
+  } catch (e) {
+    const why = e instanceof LinkError ? e.message : 'the link could not be read';
+    return { scenario: null, error: `This link could not be opened: ${why}. Showing the default scenario.` };
+  }
+  if (partial === null) return { scenario: null, error: null };
+  try {
+    const full = await b.engine.normalize(JSON.stringify(partial));
+    return { scenario: JSON.parse(full) as JsonObject, error: null };
+  } catch (e) {
+    return { scenario: null, error: `This link's scenario is not valid: ${(e as Error).message}. Showing the default scenario.` };
+  }
+}
+
+/** The share hash for a scenario: `#v1.…` of its non-default fields ('' for the defaults). */
+export async function hashFor(scenario: JsonObject, defaults: JsonObject): Promise<string> {
+  const partial = diff(scenario, defaults);
+  if (Object.keys(partial).length === 0) return '';
+  return encodeLink(partial);
+}
+
+export function pageUrl(page: 'index.html' | 'embed.html', hash: string): string {
+  const u = new URL(page, location.href);
+  u.hash = hash;
+  return u.href;
+}

@@ -1,0 +1,221 @@
+// Charts with uPlot: time series come from the worker as typed-array columns; distributions
+// are CDFs of the per-request records. With a pinned run, each chart overlays run A (dashed)
+// and run B.
+
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import type { RunResult } from './protocol';
+
+export interface Run {
+  label: string;
+  result: RunResult;
+  /** Drawn dashed and lighter (the pinned baseline). */
+  baseline?: boolean;
+}
+
+const PALETTE = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#db2777', '#0891b2', '#65a30d'];
+const MAX_RANKS = 8;
+const MAX_CDF_POINTS = 600;
+
+type Table = [Float64Array | number[], ...(Float64Array | number[] | (number | null)[])[]];
+
+interface SeriesSpec {
+  label: string;
+  color: string;
+  dash?: number[];
+  scale?: string;
+}
+
+function nulls(v: Float64Array | number[]): (number | null)[] {
+  return Array.from(v, (x) => (Number.isFinite(x) ? x : null));
+}
+
+function seconds(t: Float64Array): number[] {
+  return Array.from(t, (x) => x / 1000);
+}
+
+export function cdf(values: number[]): [number[], number[]] {
+  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
+  const n = v.length;
+  if (n === 0) return [[], []];
+  const step = Math.max(1, Math.ceil(n / MAX_CDF_POINTS));
+  const xs: number[] = [];
+  const ys: number[] = [];
+  for (let i = 0; i < n; i += step) {
+    xs.push(v[i]);
+    ys.push(((i + 1) / n) * 100);
+  }
+  if (xs[xs.length - 1] !== v[n - 1]) {
+    xs.push(v[n - 1]);
+    ys.push(100);
+  }
+  // uPlot needs strictly increasing x within one table: keep the last y of equal xs.
+  const ox: number[] = [];
+  const oy: number[] = [];
+  for (let i = 0; i < xs.length; i++) {
+    if (ox.length && ox[ox.length - 1] === xs[i]) oy[oy.length - 1] = ys[i];
+    else {
+      ox.push(xs[i]);
+      oy.push(ys[i]);
+    }
+  }
+  return [ox, oy];
+}
+
+/** TTFT, TPOT and E2E samples of the completed requests. */
+export function latencies(r: RunResult): { ttft: number[]; tpot: number[]; e2e: number[] } {
+  const c = r.records;
+  const ttft: number[] = [];
+  const tpot: number[] = [];
+  const e2e: number[] = [];
+  for (let i = 0; i < c.status.length; i++) {
+    if (c.status[i] !== 1) continue;
+    const first = c.first_token_ms[i];
+    if (!Number.isFinite(first)) continue;
+    ttft.push(first - c.arrival_ms[i]);
+    e2e.push(c.end_ms[i] - c.arrival_ms[i]);
+    if (c.output_tokens[i] >= 2) tpot.push((c.last_token_ms[i] - first) / (c.output_tokens[i] - 1));
+  }
+  return { ttft, tpot, e2e };
+}
+
+class Chart {
+  private plot: uPlot | null = null;
+  private observer: ResizeObserver;
+
+  constructor(private host: HTMLElement, private height: number) {
+    this.observer = new ResizeObserver(() => {
+      if (this.plot) this.plot.setSize({ width: this.width(), height: this.height });
+    });
+    this.observer.observe(host);
+  }
+
+  private width(): number {
+    return Math.max(240, Math.floor(this.host.clientWidth - 4));
+  }
+
+  draw(data: uPlot.AlignedData, series: SeriesSpec[], opts: { xLabel: string; yLabel: string; y2Label?: string; yRange?: [number, number] }): void {
+    this.plot?.destroy();
+    const axes: uPlot.Axis[] = [
+      { label: opts.xLabel, labelSize: 18, size: 34 },
+      { label: opts.yLabel, labelSize: 18, size: 56 },
+    ];
+    const scales: uPlot.Scales = { x: { time: false } };
+    if (opts.yRange) scales.y = { range: opts.yRange };
+    if (opts.y2Label) {
+      axes.push({ label: opts.y2Label, scale: 'y2', side: 1, grid: { show: false }, labelSize: 18, size: 56 });
+      scales.y2 = {};
+    }
+    const useSeries: uPlot.Series[] = [
+      { label: opts.xLabel },
+      ...series.map((s) => ({
+        label: s.label,
+        stroke: s.color,
+        width: 1.5,
+        dash: s.dash,
+        spanGaps: true,
+        scale: s.scale ?? 'y',
+        points: { show: false },
+      })),
+    ];
+    this.plot = new uPlot(
+      { width: this.width(), height: this.height, series: useSeries, axes, scales, legend: { live: true }, cursor: { drag: { x: true, y: false } } },
+      data,
+      this.host,
+    );
+  }
+
+  clear(): void {
+    this.plot?.destroy();
+    this.plot = null;
+  }
+}
+
+function join(tables: Table[]): uPlot.AlignedData {
+  if (tables.length === 1) return tables[0] as unknown as uPlot.AlignedData;
+  return uPlot.join(tables as unknown as uPlot.AlignedData[]);
+}
+
+function color(i: number): string {
+  return PALETTE[i % PALETTE.length];
+}
+
+export class Charts {
+  private charts = new Map<string, Chart>();
+
+  constructor(root: ParentNode, private height = 220) {
+    for (const fig of root.querySelectorAll<HTMLElement>('figure.chart')) {
+      const host = document.createElement('div');
+      host.className = 'plot';
+      fig.append(host);
+      this.charts.set(fig.id.replace(/^chart-/, ''), new Chart(host, this.height));
+    }
+  }
+
+  private chart(id: string): Chart | undefined {
+    return this.charts.get(id);
+  }
+
+  render(runs: Run[]): void {
+    const style = (run: Run): { dash?: number[]; tag: string } => ({
+      dash: run.baseline ? [6, 4] : undefined,
+      tag: runs.length > 1 ? run.label + ' ' : '',
+    });
+
+    // Throughput: output and input tokens/s (input on the right axis).
+    this.chart('throughput')?.draw(
+      join(runs.map((run) => [seconds(run.result.series.t_ms), nulls(run.result.series.cluster.output_tok_s), nulls(run.result.series.cluster.input_tok_s)])),
+      runs.flatMap((run) => {
+        const s = style(run);
+        return [
+          { label: s.tag + 'output tok/s', color: color(0), dash: s.dash },
+          { label: s.tag + 'input tok/s', color: color(2), dash: s.dash, scale: 'y2' },
+        ];
+      }),
+      { xLabel: 'time (s)', yLabel: 'output tok/s', y2Label: 'input tok/s' },
+    );
+
+    const lat = ['ttft_p50_ms', 'ttft_p99_ms', 'itl_p50_ms', 'itl_p99_ms'];
+    const latLabel = ['TTFT p50', 'TTFT p99', 'ITL p50', 'ITL p99'];
+    this.chart('latency')?.draw(
+      join(runs.map((run) => [seconds(run.result.series.t_ms), ...lat.map((k) => nulls(run.result.series.cluster[k]))])),
+      runs.flatMap((run) => lat.map((_, i) => ({ label: style(run).tag + latLabel[i], color: color(i === 0 || i === 1 ? i : i + 1), dash: style(run).dash, scale: i >= 2 ? 'y2' : 'y' }))),
+      { xLabel: 'time (s)', yLabel: 'TTFT (ms)', y2Label: 'ITL (ms)' },
+    );
+
+    const lats = runs.map((run) => latencies(run.result));
+    for (const [id, key, name] of [
+      ['dist-ttft', 'ttft', 'TTFT'],
+      ['dist-tpot', 'tpot', 'TPOT'],
+      ['dist-e2e', 'e2e', 'E2E'],
+    ] as const) {
+      const tables = lats.map((l) => cdf(l[key]) as Table).filter((t) => t[0].length > 0);
+      if (tables.length === 0) {
+        this.chart(id)?.clear();
+        continue;
+      }
+      this.chart(id)?.draw(
+        join(tables),
+        runs.filter((_, i) => cdf(lats[i][key])[0].length > 0).map((run, i) => ({ label: `${style(run).tag}${name}`, color: color(i === 0 ? 0 : 1), dash: style(run).dash })),
+        { xLabel: `${name} (ms)`, yLabel: 'percentile', yRange: [0, 100] },
+      );
+    }
+
+    const perRank = (id: string, column: string, yLabel: string, yRange?: [number, number]) => {
+      const tables: Table[] = [];
+      const series: SeriesSpec[] = [];
+      for (const run of runs) {
+        const ranks = run.result.series.ranks.slice(0, MAX_RANKS);
+        tables.push([seconds(run.result.series.t_ms), ...ranks.map((r) => nulls(r.columns[column] ?? new Float64Array(run.result.series.t_ms.length)))]);
+        ranks.forEach((r, i) => {
+          const name = ranks.length > 1 || run.result.series.ranks.some((x) => x.dp_rank > 0) ? `worker ${r.worker}${r.dp_rank ? '.' + r.dp_rank : ''}` : 'worker 0';
+          series.push({ label: style(run).tag + name, color: color(i), dash: style(run).dash });
+        });
+      }
+      this.chart(id)?.draw(join(tables), series, { xLabel: 'time (s)', yLabel, yRange });
+    };
+    perRank('kv', 'kv_usage', 'KV use', [0, 1]);
+    perRank('queue', 'waiting', 'waiting requests');
+    perRank('hit', 'prefix_hit_rate', 'hit rate', [0, 1]);
+  }
+}

@@ -1,0 +1,97 @@
+// The page's side of the engine worker: promises for requests, progress callbacks, cancel,
+// and a restart when the engine crashes.
+
+import type { Reply, Request, RunResult } from './protocol';
+
+type Pending = {
+  resolve: (r: Reply) => void;
+  reject: (e: Error) => void;
+  onProgress?: (progress: number, nowMs: number) => void;
+};
+
+export class EngineError extends Error {}
+
+export class Engine {
+  private worker!: Worker;
+  private nextId = 1;
+  private pending = new Map<number, Pending>();
+
+  constructor() {
+    this.spawn();
+  }
+
+  private spawn(): void {
+    this.worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module', name: 'servesim-engine' });
+    this.worker.onmessage = (ev: MessageEvent<Reply>) => this.receive(ev.data);
+    this.worker.onerror = (ev: ErrorEvent) => {
+      ev.preventDefault();
+      this.failAll(`the engine worker failed to start: ${ev.message || 'unknown error'}`);
+    };
+  }
+
+  private failAll(message: string): void {
+    for (const p of this.pending.values()) p.reject(new EngineError(message));
+    this.pending.clear();
+  }
+
+  private receive(msg: Reply): void {
+    const p = this.pending.get(msg.id);
+    if (!p) return;
+    if (msg.type === 'progress') {
+      p.onProgress?.(msg.progress, msg.now_ms);
+      return;
+    }
+    this.pending.delete(msg.id);
+    if (msg.type === 'error') {
+      p.reject(new EngineError(msg.message));
+      if (msg.fatal) this.restart();
+    } else {
+      p.resolve(msg);
+    }
+  }
+
+  /** Replaces the worker (after a crash); requests in flight fail. */
+  restart(): void {
+    this.worker.terminate();
+    this.failAll('the engine was restarted');
+    this.spawn();
+  }
+
+  private request(msg: Omit<Request, 'id'>, onProgress?: Pending['onProgress']): { id: number; reply: Promise<Reply> } {
+    const id = this.nextId++;
+    const reply = new Promise<Reply>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, onProgress });
+    });
+    this.worker.postMessage({ ...msg, id } as Request);
+    return { id, reply };
+  }
+
+  async hello(): Promise<{ defaults: string; version: string }> {
+    const r = await this.request({ type: 'hello' }).reply;
+    if (r.type !== 'hello') throw new EngineError('unexpected reply');
+    return { defaults: r.defaults, version: r.version };
+  }
+
+  /** The scenario with defaults filled in; rejects with the engine's message (naming the field). */
+  async normalize(json: string): Promise<string> {
+    const r = await this.request({ type: 'normalize', json } as Omit<Request, 'id'>).reply;
+    if (r.type !== 'normalized') throw new EngineError('unexpected reply');
+    return r.json;
+  }
+
+  run(json: string, trace: string | undefined, onProgress: (p: number, nowMs: number) => void): { id: number; result: Promise<RunResult>; cancel: () => void } {
+    const { id, reply } = this.request({ type: 'run', json, trace } as Omit<Request, 'id'>, onProgress);
+    const result = reply.then((r) => {
+      if (r.type !== 'result') throw new EngineError('unexpected reply');
+      return r.result;
+    });
+    return { id, result, cancel: () => this.worker.postMessage({ type: 'cancel', id } satisfies Request) };
+  }
+
+  /** What `servesim run` prints for a finished run, as JSON text. */
+  async report(run: number): Promise<string> {
+    const r = await this.request({ type: 'report', run } as Omit<Request, 'id'>).reply;
+    if (r.type !== 'report') throw new EngineError('unexpected reply');
+    return r.json;
+  }
+}
