@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# Every test: native unit, conformance and stress tests; the wasm32 build check.
+# Every test: native unit, conformance and stress tests; the wasm32 build check; the web
+# playground's wasm tests (Node), unit tests and end-to-end tests (Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== native tests"
 cargo test --workspace --locked --release
 echo "== engine and harness build for wasm32"
 cargo check --locked --target wasm32-unknown-unknown -p servesim_engine -p servesim_sim
+
+echo "== wasm adapter in Node (wasm-bindgen-test)"
+cargo test --locked -p servesim_wasm --target wasm32-unknown-unknown
+echo "== web build (wasm + static site in web/dist)"
+npm run build
+echo "== web unit tests (vitest; the real engine module in Node)"
+npx vitest run --config web/vite.config.ts
+echo "== end-to-end tests (Playwright, Chromium)"
+CI=1 npx playwright test --config web/playwright.config.ts

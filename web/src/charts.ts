@@ -5,6 +5,7 @@
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { RunResult } from './protocol';
+import { cdf, latencies } from './charts-math';
 
 export interface Run {
   label: string;
@@ -15,7 +16,6 @@ export interface Run {
 
 const PALETTE = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#db2777', '#0891b2', '#65a30d'];
 const MAX_RANKS = 8;
-const MAX_CDF_POINTS = 600;
 
 type Table = [Float64Array | number[], ...(Float64Array | number[] | (number | null)[])[]];
 
@@ -32,51 +32,6 @@ function nulls(v: Float64Array | number[]): (number | null)[] {
 
 function seconds(t: Float64Array): number[] {
   return Array.from(t, (x) => x / 1000);
-}
-
-export function cdf(values: number[]): [number[], number[]] {
-  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
-  const n = v.length;
-  if (n === 0) return [[], []];
-  const step = Math.max(1, Math.ceil(n / MAX_CDF_POINTS));
-  const xs: number[] = [];
-  const ys: number[] = [];
-  for (let i = 0; i < n; i += step) {
-    xs.push(v[i]);
-    ys.push(((i + 1) / n) * 100);
-  }
-  if (xs[xs.length - 1] !== v[n - 1]) {
-    xs.push(v[n - 1]);
-    ys.push(100);
-  }
-  // uPlot needs strictly increasing x within one table: keep the last y of equal xs.
-  const ox: number[] = [];
-  const oy: number[] = [];
-  for (let i = 0; i < xs.length; i++) {
-    if (ox.length && ox[ox.length - 1] === xs[i]) oy[oy.length - 1] = ys[i];
-    else {
-      ox.push(xs[i]);
-      oy.push(ys[i]);
-    }
-  }
-  return [ox, oy];
-}
-
-/** TTFT, TPOT and E2E samples of the completed requests. */
-export function latencies(r: RunResult): { ttft: number[]; tpot: number[]; e2e: number[] } {
-  const c = r.records;
-  const ttft: number[] = [];
-  const tpot: number[] = [];
-  const e2e: number[] = [];
-  for (let i = 0; i < c.status.length; i++) {
-    if (c.status[i] !== 1) continue;
-    const first = c.first_token_ms[i];
-    if (!Number.isFinite(first)) continue;
-    ttft.push(first - c.arrival_ms[i]);
-    e2e.push(c.end_ms[i] - c.arrival_ms[i]);
-    if (c.output_tokens[i] >= 2) tpot.push((c.last_token_ms[i] - first) / (c.output_tokens[i] - 1));
-  }
-  return { ttft, tpot, e2e };
 }
 
 class Chart {

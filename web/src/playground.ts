@@ -29,6 +29,7 @@ let job: { id: number; cancel: () => void } | null = null;
 let hash = '';
 let engineError: string | null = null;
 let linkNote: string | null = null;
+let runSeq = 0;
 
 function traceText(): string | undefined {
   const s = form.scenario;
@@ -66,14 +67,18 @@ function renderResults(): void {
   pinBtn.disabled = false;
 }
 
-function run(): void {
+async function run(): Promise<void> {
   if (form.invalidFields.length) {
     updateMessage();
     return;
   }
+  const seq = ++runSeq;
   job?.cancel();
-  const scenarioJson = JSON.stringify(form.scenario);
-  const forHash = hash;
+  job = null;
+  const scenario = form.scenario;
+  const scenarioJson = JSON.stringify(scenario);
+  const forHash = await hashFor(scenario, app.defaults);
+  if (seq !== runSeq) return; // a newer run was asked for meanwhile
   const started = app.engine.run(scenarioJson, traceText(), (p) => {
     progress.value = p;
   });
@@ -137,7 +142,7 @@ async function check(): Promise<void> {
   }
   await publish(scenario);
   updateMessage();
-  if (!engineError && $<HTMLInputElement>('autorun').checked) run();
+  if (!engineError && $<HTMLInputElement>('autorun').checked) void run();
 }
 
 async function publish(scenario: JsonObject): Promise<void> {
@@ -174,7 +179,7 @@ async function openHash(h: string): Promise<void> {
   engineError = null;
   await publish(form.scenario);
   updateMessage();
-  run();
+  void run();
 }
 
 async function start(): Promise<void> {
@@ -192,7 +197,7 @@ async function start(): Promise<void> {
   await openHash(location.hash);
 }
 
-runBtn.addEventListener('click', () => run());
+runBtn.addEventListener('click', () => void run());
 cancelBtn.addEventListener('click', () => job?.cancel());
 pinBtn.addEventListener('click', () => {
   if (!current) return;
@@ -220,7 +225,7 @@ $('copy-link').addEventListener('click', async () => {
 $('reset').addEventListener('click', () => {
   form.set(app.defaults);
   changed();
-  if (!$<HTMLInputElement>('autorun').checked) run();
+  if (!$<HTMLInputElement>('autorun').checked) void run();
 });
 window.addEventListener('hashchange', () => {
   if (location.hash !== hash) void openHash(location.hash);

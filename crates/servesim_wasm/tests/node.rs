@@ -1,0 +1,64 @@
+//! The JS-facing handle, run as wasm in Node (`cargo test -p servesim_wasm --target
+//! wasm32-unknown-unknown`; the runner is set in .cargo/config.toml).
+#![cfg(target_arch = "wasm32")]
+
+use js_sys::{Float64Array, Reflect};
+use servesim_wasm::{default_scenario, normalize_scenario, Simulation};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_test::wasm_bindgen_test;
+
+fn get(obj: &JsValue, key: &str) -> JsValue {
+    Reflect::get(obj, &JsValue::from_str(key)).unwrap()
+}
+
+fn run(json: &str, trace: Option<String>) -> Simulation {
+    let mut sim = Simulation::new(json, trace).map_err(JsValue::from).unwrap();
+    while !sim.advance(500) {}
+    sim
+}
+
+#[wasm_bindgen_test]
+fn default_scenario_runs_and_reports_dynamo_keys() {
+    let d: serde_json::Value = serde_json::from_str(&default_scenario().map_err(JsValue::from).unwrap()).unwrap();
+    assert_eq!(d["engine"]["num_gpu_blocks"], 16384);
+    let sim = run("{}", None);
+    assert_eq!(sim.progress(), 1.0);
+    let summary = sim.summary().map_err(JsValue::from).unwrap();
+    assert_eq!(get(&summary, "num_requests").as_f64(), Some(200.0));
+    for key in ["mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "mean_e2e_latency_ms", "duration_ms", "prefix_cache_reused_ratio", "output_throughput_tok_s"] {
+        assert!(get(&summary, key).as_f64().is_some(), "{key}");
+    }
+    let records = sim.records().map_err(JsValue::from).unwrap();
+    let ends: Float64Array = get(&records, "end_ms").dyn_into().unwrap();
+    assert_eq!(ends.length(), 200);
+    let ts = sim.timeseries(0.0).map_err(JsValue::from).unwrap();
+    let t: Float64Array = get(&ts, "t_ms").dyn_into().unwrap();
+    let out: Float64Array = get(&get(&ts, "cluster"), "output_tok_s").dyn_into().unwrap();
+    assert!(t.length() > 10);
+    assert_eq!(t.length(), out.length());
+}
+
+#[wasm_bindgen_test]
+fn errors_are_js_errors_with_the_message() {
+    let e = normalize_scenario(r#"{"engine": {"num_gpu_blockz": 1}}"#).err().unwrap();
+    let e: js_sys::Error = JsValue::from(e).dyn_into().unwrap();
+    let msg: String = e.message().into();
+    assert!(msg.starts_with("engine.num_gpu_blockz: unknown field"), "{msg}");
+    let e = Simulation::new(r#"{"workload": {"type": "trace", "path": "x.jsonl"}}"#, Some("{}\n".into())).err().unwrap();
+    let e: js_sys::Error = JsValue::from(e).dyn_into().unwrap();
+    let msg: String = e.message().into();
+    assert!(msg.starts_with("x.jsonl:1:"), "{msg}");
+}
+
+#[wasm_bindgen_test]
+fn cancel_stops_the_run() {
+    let mut sim = Simulation::new(r#"{"workload": {"type": "synthetic", "num_requests": 3000, "rate_rps": 100}}"#, None)
+        .map_err(JsValue::from)
+        .unwrap();
+    assert!(!sim.advance(100));
+    assert!(sim.summary().is_err());
+    sim.cancel();
+    assert!(sim.done() && sim.cancelled());
+    let s = sim.summary().map_err(JsValue::from).unwrap();
+    assert!(get(&s, "completed_requests").as_f64().unwrap() < 3000.0);
+}

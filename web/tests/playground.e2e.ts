@@ -1,0 +1,312 @@
+// End-to-end tests of the playground and embed pages in Chromium (/usr/bin/chromium), against
+// the production build served by `vite preview`.
+
+import { test, expect, type Page, type TestInfo } from '@playwright/test';
+import { deflateRawSync } from 'node:zlib';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** A share link for a partial scenario, built independently of the page's own encoder. */
+function link(partial: object): string {
+  return '#v1.' + deflateRawSync(Buffer.from(JSON.stringify(partial), 'utf8')).toString('base64url');
+}
+
+const SCREENSHOTS = join(import.meta.dirname, '..', 'test-results', 'screenshots');
+
+async function screenshot(page: Page, info: TestInfo, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const path = join(SCREENSHOTS, name);
+  await page.screenshot({ path, fullPage: true });
+  await info.attach(name, { path, contentType: 'image/png' });
+}
+
+/** Collects console errors and page errors; the test asserts there are none. */
+function watchErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(e.message));
+  return errors;
+}
+
+async function runsDone(page: Page): Promise<number> {
+  return Number((await page.locator('#status').getAttribute('data-runs')) ?? 0);
+}
+
+async function waitRun(page: Page, after: number, timeout = 15_000): Promise<void> {
+  await expect(page.locator('#status')).toHaveAttribute('data-state', 'done', { timeout });
+  await expect.poll(() => runsDone(page), { timeout }).toBeGreaterThan(after);
+  await expect(page.locator('#status')).toHaveAttribute('data-state', 'done');
+}
+
+/** The summary table as {key: text}. */
+async function summary(page: Page): Promise<Record<string, string>> {
+  return page.locator('#summary tbody tr').evaluateAll((rows) =>
+    Object.fromEntries(rows.map((r) => [r.getAttribute('data-key'), r.querySelector('td.num')?.textContent ?? ''])),
+  );
+}
+
+async function manual(page: Page): Promise<void> {
+  await page.locator('#autorun').uncheck();
+}
+
+test('the page loads and shows the default scenario\'s results and charts within 1 s', async ({ page }, info) => {
+  const errors = watchErrors(page);
+  const t0 = Date.now();
+  await page.goto('/');
+  await waitRun(page, 0);
+  const wall = Date.now() - t0;
+  const sinceNavigation = Number(await page.evaluate(() => document.body.dataset.firstResultsMs));
+  info.annotations.push({ type: 'load-to-results', description: `${sinceNavigation} ms after navigation start (${wall} ms wall clock around goto)` });
+  console.log(`load-to-results: ${sinceNavigation} ms after navigation start; ${wall} ms wall clock including goto`);
+  expect(sinceNavigation).toBeLessThan(1000);
+
+  await expect(page.locator('#message')).toBeHidden();
+  await expect(page.locator('#f-engine-num_gpu_blocks')).toHaveValue('16384');
+  const s = await summary(page);
+  expect(s.num_requests).toBe('200');
+  expect(s.completed_requests).toBe('200');
+  expect(Number(s.mean_ttft_ms.replace(/,/g, ''))).toBeGreaterThan(0);
+  await expect(page.locator('#h-output_throughput_tok_s')).not.toHaveText('—');
+  for (const id of ['throughput', 'latency', 'dist-ttft', 'dist-tpot', 'dist-e2e', 'kv', 'queue', 'hit']) {
+    await expect(page.locator(`#chart-${id} canvas`)).toBeVisible();
+  }
+  await expect(page.locator('#cli')).toContainText('servesim run scenario.json');
+  await screenshot(page, info, 'playground.png');
+  expect(errors).toEqual([]);
+});
+
+test('changing the eviction backend and the bandwidth and running again changes the numbers', async ({ page }) => {
+  // FIXME(servesim#kvbm, servesim#disagg): the engine does not know `engine.eviction_backend`
+  // (kvbm eviction backends) or `cluster.num_prefill_workers` / `num_decode_workers`
+  // (disaggregation, where the KV transfer bandwidth applies) yet; until it does, the page
+  // shows the engine's "unknown field" message and the numbers cannot change. Remove this
+  // line when those land.
+  test.fixme(true, 'needs kvbm eviction backends and disaggregated pools in the engine');
+  // KV pressure with shared prefixes (the eviction choice matters) and a disaggregated pool
+  // (the prefill → decode transfer bandwidth matters).
+  const base = {
+    engine: { num_gpu_blocks: 300, kv_bytes_per_token: 131072, kv_transfer_bandwidth: 64 },
+    cluster: { num_workers: 1, num_prefill_workers: 1, num_decode_workers: 1 },
+    workload: { type: 'synthetic', num_requests: 300, rate_rps: 20, num_prefix_groups: 8, shared_prefix_ratio: 0.5 },
+  };
+  await page.goto('/' + link(base));
+  await waitRun(page, 0);
+  await expect(page.locator('#message')).toBeHidden();
+  await manual(page);
+  const before = await summary(page);
+  const n = await runsDone(page);
+  await page.locator('#f-engine-eviction_backend').selectOption('lru');
+  await page.locator('#f-engine-kv_transfer_bandwidth').fill('2');
+  await page.locator('#run').click();
+  await waitRun(page, n);
+  await expect(page.locator('#message')).toBeHidden();
+  const after = await summary(page);
+  expect(after.mean_ttft_ms).not.toBe(before.mean_ttft_ms);
+  expect(after).not.toEqual(before);
+});
+
+test('changed settings change the numbers, and an unsupported setting shows the engine\'s message', async ({ page }) => {
+  await page.goto('/');
+  await waitRun(page, 0);
+  await manual(page);
+  const before = await summary(page);
+  let n = await runsDone(page);
+  await page.locator('#f-cluster-num_workers').fill('2');
+  await page.locator('#f-workload-rate_rps').fill('25');
+  await page.locator('#run').click();
+  await waitRun(page, n);
+  const after = await summary(page);
+  expect(after.mean_ttft_ms).not.toBe(before.mean_ttft_ms);
+
+  // Whatever the engine rejects is reported in its own words, naming the field.
+  n = await runsDone(page);
+  await page.locator('#f-timing').selectOption('roofline');
+  await expect(page.locator('#message')).toContainText('engine.timing_model');
+});
+
+test('invalid values are flagged before a run', async ({ page }) => {
+  await page.goto('/');
+  await waitRun(page, 0);
+  const input = page.locator('#f-engine-num_gpu_blocks');
+  await input.fill('-5');
+  await expect(input).toHaveAttribute('aria-invalid', 'true');
+  await expect(page.locator('[data-path="engine.num_gpu_blocks"] .error')).toHaveText('at least 1');
+  await expect(page.locator('#run')).toBeDisabled();
+  await expect(page.locator('#message')).toContainText('engine.num_gpu_blocks');
+  await input.fill('12.5');
+  await expect(page.locator('[data-path="engine.num_gpu_blocks"] .error')).toHaveText('a whole number');
+  await input.fill('2048');
+  await expect(input).not.toHaveAttribute('aria-invalid', 'true');
+  await expect(page.locator('#run')).toBeEnabled();
+});
+
+test('a share link opened in a fresh page restores the scenario and the same numbers', async ({ page, browser }) => {
+  await page.goto('/');
+  await waitRun(page, 0);
+  await manual(page);
+  const n = await runsDone(page);
+  await page.locator('#f-engine-num_gpu_blocks').fill('12345');
+  await page.locator('#f-engine-block_size').fill('32');
+  await page.locator('#f-cluster-num_workers').fill('2');
+  await page.locator('#f-workload-num_prefix_groups').fill('4');
+  await page.locator('#f-workload-shared_prefix_ratio').fill('0.5');
+  await page.locator('#run').click();
+  await waitRun(page, n);
+  // The URL hash follows the form; the results are stamped with the link they belong to.
+  await expect.poll(() => page.evaluate(() => location.hash)).toMatch(/^#v1\./);
+  const hash = await page.evaluate(() => location.hash);
+  await expect(page.locator('main')).toHaveAttribute('data-hash', hash);
+  const numbers = await summary(page);
+
+  const fresh = await browser.newContext();
+  const other = await fresh.newPage();
+  await other.goto('/' + hash);
+  await waitRun(other, 0);
+  await expect(other.locator('#f-engine-num_gpu_blocks')).toHaveValue('12345');
+  await expect(other.locator('#f-engine-block_size')).toHaveValue('32');
+  await expect(other.locator('#f-cluster-num_workers')).toHaveValue('2');
+  await expect(other.locator('#f-workload-shared_prefix_ratio')).toHaveValue('0.5');
+  expect(await summary(other)).toEqual(numbers);
+  expect(Number(numbers.prefix_cache_reused_ratio)).toBeGreaterThan(0);
+  await fresh.close();
+});
+
+test('a hand-written link with Dynamo\'s engine-argument names opens with those values', async ({ page }) => {
+  await page.goto('/' + link({ engine: { num_gpu_blocks: 12345, block_size: 32 } }));
+  await waitRun(page, 0);
+  await expect(page.locator('#message')).toBeHidden();
+  await expect(page.locator('#f-engine-num_gpu_blocks')).toHaveValue('12345');
+  await expect(page.locator('#f-engine-block_size')).toHaveValue('32');
+  await expect(page.locator('#f-engine-max_num_seqs')).toHaveValue('256');
+  await expect(page.locator('#scenario-file')).toContainText('"num_gpu_blocks": 12345');
+});
+
+test('the embed page renders from a link', async ({ page }, info) => {
+  const h = link({ name: 'two workers at 20 req/s', cluster: { num_workers: 2 }, workload: { type: 'synthetic', rate_rps: 20 } });
+  await page.goto('/' + h);
+  await waitRun(page, 0);
+  const full = await summary(page);
+
+  const errors = watchErrors(page);
+  await page.goto('/embed.html' + h);
+  await waitRun(page, 0);
+  await expect(page.locator('#title')).toHaveText('two workers at 20 req/s');
+  await expect(page.locator('#chart-throughput canvas')).toBeVisible();
+  await expect(page.locator('#chart-latency canvas')).toBeVisible();
+  const embedTtft = (await page.locator('#h-mean_ttft_ms').textContent())?.replace(/ms$/, '');
+  expect(embedTtft).toBe(full.mean_ttft_ms);
+  await expect(page.locator('#open')).toHaveAttribute('href', new RegExp(`index\\.html${h.replace(/[.]/g, '\\.')}$`));
+  await screenshot(page, info, 'embed.png');
+  expect(errors).toEqual([]);
+});
+
+test('a malformed link shows a message and the default scenario', async ({ page }) => {
+  for (const bad of ['#v1.%%%not-base64', '#v1.' + Buffer.from('not deflate at all').toString('base64url'), '#v2.abc', link({ engine: { num_gpu_blockz: 1 } })]) {
+    await page.goto('/' + bad);
+    await waitRun(page, 0);
+    await expect(page.locator('#message')).toBeVisible();
+    await expect(page.locator('#message')).toContainText('Showing the default scenario');
+    await expect(page.locator('#f-engine-num_gpu_blocks')).toHaveValue('16384');
+    expect((await summary(page)).num_requests).toBe('200');
+  }
+  await expect(page.locator('#message')).toContainText('engine.num_gpu_blockz');
+  // Oversized: refused before decompression.
+  await page.goto('/#v1.' + 'A'.repeat(70_000));
+  await waitRun(page, 0);
+  await expect(page.locator('#message')).toContainText('longer than');
+  // A decompression bomb: refused while inflating.
+  await page.goto('/' + '#v1.' + deflateRawSync(Buffer.from('{"name":"' + 'x'.repeat(2_000_000) + '"}')).toString('base64url'));
+  await waitRun(page, 0);
+  await expect(page.locator('#message')).toContainText('inflates to more than');
+});
+
+test('the last scenario is kept in localStorage', async ({ page }) => {
+  await page.goto('/');
+  await waitRun(page, 0);
+  await page.locator('#f-workload-num_requests').fill('150');
+  await expect.poll(() => page.evaluate(() => localStorage.getItem('servesim.scenario.v1'))).toContain('150');
+  await page.goto('/');
+  await waitRun(page, 0);
+  await expect(page.locator('#f-workload-num_requests')).toHaveValue('150');
+});
+
+function trace(n: number): string {
+  const lines: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const group = i % 3;
+    lines.push(JSON.stringify({ timestamp: i * 100, input_length: 1400 + (i % 7) * 10, output_length: 40 + (i % 5), hash_ids: [group, 100 + group, 1000 + i] }));
+  }
+  return lines.join('\n') + '\n';
+}
+
+test('an uploaded Mooncake trace runs', async ({ page }) => {
+  const errors = watchErrors(page);
+  await page.goto('/');
+  await waitRun(page, 0);
+  await manual(page);
+  let n = await runsDone(page);
+  await page.locator('#f-workload-type').selectOption('trace');
+  await page.locator('#f-trace').setInputFiles({ name: 'small.jsonl', mimeType: 'application/json', buffer: Buffer.from(trace(60)) });
+  await expect(page.locator('#trace-info')).toContainText('small.jsonl: 60 requests');
+  await page.locator('#run').click();
+  await waitRun(page, n);
+  await expect(page.locator('#message')).toBeHidden();
+  const s = await summary(page);
+  expect(s.num_requests).toBe('60');
+  expect(s.completed_requests).toBe('60');
+  expect(Number(s.prefix_cache_reused_ratio)).toBeGreaterThan(0);
+  await expect(page.locator('#scenario-file')).toContainText('"path": "small.jsonl"');
+
+  // A bad line is reported by file and line.
+  n = await runsDone(page);
+  await page.locator('#f-trace').setInputFiles({ name: 'bad.jsonl', mimeType: 'application/json', buffer: Buffer.from(trace(3) + '{"timestamp": 1}\n') });
+  await page.locator('#run').click();
+  await expect(page.locator('#status')).toHaveAttribute('data-state', 'error');
+  await expect(page.locator('#message')).toContainText('bad.jsonl:4');
+  expect(errors).toEqual([]);
+});
+
+test('a long run shows progress, keeps the page responsive and can be cancelled', async ({ page }) => {
+  await page.goto('/' + link({ workload: { type: 'synthetic', num_requests: 300000, rate_rps: 1000 } }));
+  await expect(page.locator('#status')).toHaveAttribute('data-state', 'running');
+  await expect(page.locator('#cancel')).toBeVisible();
+  await expect.poll(() => page.locator('#progress').evaluate((p) => (p as HTMLProgressElement).value), { timeout: 10_000 }).toBeGreaterThan(0);
+  // The main thread answers while the engine works.
+  const t0 = Date.now();
+  await page.evaluate(() => 1 + 1);
+  expect(Date.now() - t0).toBeLessThan(500);
+  await page.locator('#cancel').click();
+  await expect(page.locator('#status')).toHaveAttribute('data-state', 'done');
+  await expect(page.locator('#status')).toContainText('Cancelled');
+  await expect(page.locator('#reasons')).toContainText('cancelled');
+});
+
+test('results export as JSON and CSV', async ({ page }) => {
+  await page.goto('/');
+  await waitRun(page, 0);
+  const [json] = await Promise.all([page.waitForEvent('download'), page.locator('#export-json').click()]);
+  expect(json.suggestedFilename()).toBe('servesim-results.json');
+  const body = JSON.parse(await (await json.createReadStream()).toArray().then((b) => Buffer.concat(b).toString('utf8')));
+  expect(body.summary.num_requests).toBe(200);
+  expect(body.per_request).toHaveLength(200);
+  const [csv] = await Promise.all([page.waitForEvent('download'), page.locator('#export-csv').click()]);
+  const text = await (await csv.createReadStream()).toArray().then((b) => Buffer.concat(b).toString('utf8'));
+  expect(text.split('\n')[0]).toContain('request,arrival_ms');
+  expect(text.trim().split('\n')).toHaveLength(201);
+});
+
+test('run B overlays run A for comparison', async ({ page }) => {
+  await page.goto('/');
+  await waitRun(page, 0);
+  await manual(page);
+  await page.locator('#pin').click();
+  const n = await runsDone(page);
+  await page.locator('#f-workload-rate_rps').fill('20');
+  await page.locator('#run').click();
+  await waitRun(page, n);
+  await expect(page.locator('#summary thead')).toContainText('B vs A');
+  await expect(page.locator('#chart-throughput .u-legend')).toContainText('A output tok/s');
+  await expect(page.locator('#chart-throughput .u-legend')).toContainText('B output tok/s');
+});
