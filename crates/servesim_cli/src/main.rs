@@ -4,7 +4,7 @@ use clap::{Parser, Subcommand};
 use servesim_sim::replay::Case;
 use servesim_sim::scenario::{Scenario, WorkloadSpec};
 use servesim_sim::workload::mooncake;
-use servesim_sim::{SimError, Simulation};
+use servesim_sim::{RunReport, SimError, Simulation};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,18 +22,24 @@ enum Command {
     /// prints {"summary", "per_request"} as JSON.
     Replay {
         case: PathBuf,
+        /// Also write the time series (per rank and cluster, in windows) to this file.
+        #[arg(long, value_name = "OUT.json")]
+        timeseries: Option<PathBuf>,
     },
     /// Runs a servesim scenario file and prints {"summary", "per_request"} as JSON.
     Run {
         scenario: PathBuf,
+        /// Also write the time series (per rank and cluster, in windows) to this file.
+        #[arg(long, value_name = "OUT.json")]
+        timeseries: Option<PathBuf>,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Replay { case } => replay(&case),
-        Command::Run { scenario } => run(&scenario),
+        Command::Replay { case, timeseries } => replay(&case).and_then(|r| output(r, timeseries.as_deref())),
+        Command::Run { scenario, timeseries } => run(&scenario).and_then(|r| output(r, timeseries.as_deref())),
     };
     match result {
         Ok(json) => {
@@ -62,16 +68,24 @@ fn relative(base: &Path, p: &str) -> PathBuf {
     base.parent().unwrap_or(Path::new(".")).join(p)
 }
 
-fn replay(case_path: &Path) -> Result<String, SimError> {
+/// The answer for stdout; the time series, if asked for, goes to its file.
+fn output(report: RunReport, timeseries: Option<&Path>) -> Result<String, SimError> {
+    if let Some(path) = timeseries {
+        let json = serde_json::to_string(report.timeseries()).map_err(|e| SimError::new(e.to_string()))?;
+        std::fs::write(path, json).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
+    }
+    Ok(report.to_json().to_string())
+}
+
+fn replay(case_path: &Path) -> Result<RunReport, SimError> {
     let case = Case::from_json_str(&read(case_path)?, &case_path.display().to_string())?;
     let cfg = case.config()?;
     let trace_path = relative(case_path, &case.trace);
     let workload = mooncake::parse(&read(&trace_path)?, case.trace_block_size(), &trace_path.display().to_string())?;
-    let report = Simulation::new(&cfg, workload)?.run();
-    Ok(report.to_json().to_string())
+    Ok(Simulation::new(&cfg, workload)?.run())
 }
 
-fn run(path: &Path) -> Result<String, SimError> {
+fn run(path: &Path) -> Result<RunReport, SimError> {
     let scenario = Scenario::from_json_str(&read(path)?).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
     let cfg = scenario.config()?;
     let workload = match &scenario.workload {
@@ -84,6 +98,5 @@ fn run(path: &Path) -> Result<String, SimError> {
             return Err(SimError::new("workload.path: a trace workload needs a path"));
         }
     };
-    let report = Simulation::new(&cfg, workload)?.run();
-    Ok(report.to_json().to_string())
+    Ok(Simulation::new(&cfg, workload)?.run())
 }

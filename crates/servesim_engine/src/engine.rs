@@ -92,6 +92,26 @@ impl Engine {
         }
     }
 
+    /// Submits a request whose prompt KV arrived from a prefill worker (disaggregated
+    /// serving): the core reserves its blocks and decodes it, with no prefill work.
+    pub fn submit_prefilled(&mut self, req: Request) -> Result<(), ArgsError> {
+        match self {
+            Engine::Vllm(c) => {
+                c.submit_prefilled(req);
+                Ok(())
+            }
+            _ => Err(ArgsError("disaggregated decode is only supported by the vllm backend".into())),
+        }
+    }
+
+    /// Leading full prompt blocks of `req` already cached here (what a KV transfer can skip).
+    pub fn resident_prefix_blocks(&mut self, req: &Request) -> u32 {
+        match self {
+            Engine::Vllm(c) => c.resident_prefix_blocks(req),
+            _ => 0,
+        }
+    }
+
     /// Requests held (waiting or running).
     pub fn in_flight(&self) -> usize {
         match self {

@@ -29,6 +29,8 @@ pub struct Sequence {
     /// Leading full blocks already cache-visible.
     pub visible: u32,
     pub admissions: u32,
+    /// Its prompt KV was computed by a prefill worker and transferred here.
+    pub prefilled: bool,
 }
 
 impl Sequence {
@@ -43,6 +45,7 @@ impl Sequence {
             hashes: Vec::new(),
             visible: 0,
             admissions: 0,
+            prefilled: false,
         }
     }
 

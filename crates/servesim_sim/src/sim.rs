@@ -1,54 +1,122 @@
-//! The discrete-event loop: one virtual clock, engine passes as events, arrivals from the
-//! workload. At each timestamp, pass completions are applied first, then arrivals are routed,
-//! then every idle rank with work starts its next pass; the pass's effects are stamped at its
-//! end. An arrival exactly at a pass end therefore joins the next pass.
+//! The discrete-event loop: one virtual clock; engine passes, KV transfers and arrivals as
+//! events. At each timestamp, pass completions are applied first (their KV events reach the
+//! router), then finished transfers, then arrivals are routed; then every idle rank with work
+//! starts its next pass. A pass's effects are stamped at its end, so an arrival exactly at a
+//! pass end joins the next pass.
 
-use crate::cluster::Router;
+use crate::cluster::{RouteQuery, Router};
+use crate::report::timeseries::{Recorder, TimeSeries};
 use crate::report::{Collector, Status};
 use crate::scenario::SimConfig;
 use crate::workload::Workload;
 use crate::SimError;
+use servesim_engine::args::KvTransferTimingMode;
 use servesim_engine::engine::PassOutput;
+use servesim_engine::hash::{block_hash, mix64, sequence_hash};
 use servesim_engine::perf::duration_ms;
-use servesim_engine::{Engine, Outcome};
+use servesim_engine::{Engine, EngineArgs, LaunchConfig, Outcome, Request};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::time::Duration;
 
-/// One engine core and its place in the cluster.
-#[derive(Debug)]
+/// Which pool a rank serves in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Aggregated,
+    Prefill,
+    Decode,
+}
+
+impl Role {
+    fn name(self) -> &'static str {
+        match self {
+            Role::Aggregated => "aggregated",
+            Role::Prefill => "prefill",
+            Role::Decode => "decode",
+        }
+    }
+}
+
+/// Workers of one role behind one router; routing targets are their ranks.
+struct Pool {
+    role: Role,
+    router: Router,
+    /// Global index of the pool's first rank; its ranks are contiguous.
+    first_rank: usize,
+    block_size: u32,
+    max_num_batched_tokens: u64,
+    args: EngineArgs,
+    /// Requests held by the router while every target is busy (FCFS).
+    queued: std::collections::VecDeque<u32>,
+}
+
+/// One engine core (a worker's data-parallel rank).
 struct Rank {
     engine: Engine,
+    pool: usize,
     worker: u32,
     busy: bool,
     /// The running pass's effects, applied when it ends.
     pending: PassOutput,
+    /// Decode destinations asked for mid-pass: a reservation is a scheduler command, applied
+    /// at the next pass boundary, and the KV transfer starts only then.
+    reservations: Vec<u32>,
 }
 
-/// A pass completion, ordered by (time, insertion sequence).
-#[derive(Debug, PartialEq, PartialOrd)]
-struct PassEnd {
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum EventKind {
+    /// Ordered first at equal times: pass completions, then transfers.
+    PassEnd { rank: u32 },
+    TransferDone { request: u32, rank: u32 },
+}
+
+#[derive(Debug)]
+struct Event {
     at_ms: f64,
     seq: u64,
-    rank: u32,
+    kind: EventKind,
 }
 
-impl Eq for PassEnd {}
-
-impl Ord for PassEnd {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.at_ms.total_cmp(&other.at_ms).then(self.seq.cmp(&other.seq))
+impl Event {
+    fn phase(&self) -> u8 {
+        match self.kind {
+            EventKind::PassEnd { .. } => 0,
+            EventKind::TransferDone { .. } => 1,
+        }
     }
 }
 
-/// The finished run: summary and per-request records.
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.at_ms.total_cmp(&other.at_ms).then(self.phase().cmp(&other.phase())).then(self.seq.cmp(&other.seq))
+    }
+}
+
+/// The finished run: summary, per-request records, time series.
 #[derive(Debug)]
 pub struct RunReport {
     pub collector: Collector,
+    pub timeseries: TimeSeries,
 }
 
 impl RunReport {
     pub fn summary(&self) -> serde_json::Map<String, serde_json::Value> {
         self.collector.summary()
+    }
+
+    pub fn timeseries(&self) -> &TimeSeries {
+        &self.timeseries
     }
 
     /// `[first_token_ms, end_ms, output_tokens, reused_input_tokens, readmissions]` per
@@ -58,7 +126,7 @@ impl RunReport {
         self.collector
             .records
             .iter()
-            .map(|r| json!([r.first_token_ms, r.end_ms, r.output_tokens, r.reused_input_tokens, r.readmissions()]))
+            .map(|r| json!([r.first_token_ms, r.end_ms, r.output_tokens, r.reused_input_tokens, r.readmissions]))
             .collect()
     }
 
@@ -87,12 +155,16 @@ pub struct Simulation {
     arrival_ms: Vec<f64>,
     order: Vec<u32>,
     next_arrival: usize,
+    pools: Vec<Pool>,
     ranks: Vec<Rank>,
-    router: Router,
-    passes: BinaryHeap<Reverse<PassEnd>>,
+    /// Rank each request's decoding (or aggregated) work went to; u32::MAX before routing.
+    events: BinaryHeap<Reverse<Event>>,
     seq: u64,
     now_ms: f64,
+    finished: usize,
     collector: Collector,
+    recorder: Recorder,
+    scratch: (Vec<u32>, Vec<u8>, Vec<u64>),
 }
 
 impl Simulation {
@@ -101,30 +173,61 @@ impl Simulation {
         if workload.is_empty() {
             return Err(SimError::new("the workload has no requests"));
         }
-        let mut ranks = Vec::new();
-        for w in 0..cfg.num_workers {
-            for dp in 0..cfg.launch.dp_size {
-                let engine = Engine::new(&cfg.launch.engine, dp, false)?;
-                ranks.push(Rank { engine, worker: w, busy: false, pending: PassOutput::default() });
-            }
-        }
-        let (arrival_ms, order) = workload.arrivals(cfg.arrival_speedup_ratio);
-        let mut collector = Collector::new();
-        for (i, row) in workload.rows.iter().enumerate() {
-            collector.arrive(arrival_ms[i], row.input_length);
-        }
-        Ok(Simulation {
-            router: Router::new(cfg.router_mode, ranks.len()),
-            workload,
-            arrival_ms,
-            order,
+        let mut sim = Simulation {
+            arrival_ms: Vec::new(),
+            order: Vec::new(),
             next_arrival: 0,
-            ranks,
-            passes: BinaryHeap::new(),
+            pools: Vec::new(),
+            ranks: Vec::new(),
+            events: BinaryHeap::new(),
             seq: 0,
             now_ms: 0.0,
-            collector,
-        })
+            finished: 0,
+            collector: Collector::new(),
+            recorder: Recorder::new(cfg.timeseries_interval_ms),
+            scratch: Default::default(),
+            workload,
+        };
+        match &cfg.disagg {
+            None => sim.add_pool(cfg, Role::Aggregated, &cfg.launch, cfg.num_workers, cfg.router_config.clone())?,
+            Some(d) => {
+                sim.add_pool(cfg, Role::Prefill, &d.prefill, d.num_prefill_workers, cfg.router_config.prefill_pool())?;
+                sim.add_pool(cfg, Role::Decode, &d.decode, d.num_decode_workers, cfg.router_config.decode_pool())?;
+            }
+        }
+        let (arrival_ms, order) = sim.workload.arrivals(cfg.arrival_speedup_ratio);
+        for (i, row) in sim.workload.rows.iter().enumerate() {
+            sim.collector.arrive(arrival_ms[i], row.input_length);
+        }
+        sim.arrival_ms = arrival_ms;
+        sim.order = order;
+        Ok(sim)
+    }
+
+    fn add_pool(&mut self, cfg: &SimConfig, role: Role, launch: &LaunchConfig, workers: u32, router_cfg: crate::cluster::RouterConfig) -> Result<(), SimError> {
+        let first_rank = self.ranks.len();
+        let targets = (workers * launch.dp_size) as usize;
+        let pool_index = self.pools.len();
+        // Each pool draws its routing ties from its own stream of the scenario's seed.
+        let router = Router::new(cfg.router_mode, router_cfg, targets, launch.engine.block_size(), mix64(cfg.seed ^ pool_index as u64));
+        let emit_events = router.wants_kv_events();
+        for w in 0..workers {
+            for dp in 0..launch.dp_size {
+                let engine = Engine::new(&launch.engine, dp, emit_events)?;
+                self.ranks.push(Rank { engine, pool: pool_index, worker: w, busy: false, pending: PassOutput::default(), reservations: Vec::new() });
+                self.recorder.add_rank(role.name(), w, dp);
+            }
+        }
+        self.pools.push(Pool {
+            role,
+            router,
+            first_rank,
+            block_size: launch.engine.block_size(),
+            max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(u64::MAX, u64::from),
+            args: launch.engine.clone(),
+            queued: Default::default(),
+        });
+        Ok(())
     }
 
     /// Virtual time reached so far.
@@ -132,15 +235,14 @@ impl Simulation {
         self.now_ms
     }
 
-    /// Fraction of requests that have arrived and finished, in [0, 1].
+    /// Fraction of the run done, in [0, 1]: arrivals and completions, equally weighted.
     pub fn progress(&self) -> f64 {
         let n = self.workload.len() as f64;
-        let done = self.collector.records.iter().filter(|r| r.status != Status::Pending).count() as f64;
-        (self.next_arrival as f64 + done) / (2.0 * n)
+        (self.next_arrival as f64 + self.finished as f64) / (2.0 * n)
     }
 
     pub fn is_done(&self) -> bool {
-        self.next_arrival == self.order.len() && self.passes.is_empty()
+        self.next_arrival == self.order.len() && self.events.is_empty()
     }
 
     /// Runs to the end.
@@ -152,25 +254,33 @@ impl Simulation {
     /// Processes up to `max_timestamps` distinct timestamps; returns true when the run is over.
     pub fn advance(&mut self, max_timestamps: usize) -> bool {
         for _ in 0..max_timestamps {
-            let next_pass = self.passes.peek().map(|p| p.0.at_ms);
+            let next_event = self.events.peek().map(|e| e.0.at_ms);
             let next_arrival = self.order.get(self.next_arrival).map(|&i| self.arrival_ms[i as usize]);
-            let t = match (next_pass, next_arrival) {
+            let t = match (next_event, next_arrival) {
                 (None, None) => return true,
-                (Some(p), None) => p,
+                (Some(e), None) => e,
                 (None, Some(a)) => a,
-                (Some(p), Some(a)) => p.min(a),
+                (Some(e), Some(a)) => e.min(a),
             };
             self.now_ms = t;
-            while self.passes.peek().is_some_and(|p| p.0.at_ms <= t) {
-                let Reverse(end) = self.passes.pop().expect("peeked");
-                self.complete_pass(end.rank as usize, t);
+            while self.events.peek().is_some_and(|e| e.0.at_ms <= t) {
+                let Reverse(e) = self.events.pop().expect("peeked");
+                match e.kind {
+                    EventKind::PassEnd { rank } => self.complete_pass(rank as usize, t),
+                    EventKind::TransferDone { request, rank } => self.activate(request, rank as usize),
+                }
             }
             while let Some(&i) = self.order.get(self.next_arrival) {
                 if self.arrival_ms[i as usize] > t {
                     break;
                 }
                 self.next_arrival += 1;
-                self.arrive(i);
+                let p = &mut self.pools[0];
+                if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
+                    p.queued.push_back(i);
+                } else {
+                    self.route(0, i);
+                }
             }
             for r in 0..self.ranks.len() {
                 if !self.ranks[r].busy && self.ranks[r].engine.has_work() {
@@ -181,25 +291,50 @@ impl Simulation {
         self.is_done()
     }
 
-    /// Ends the run and hands over the report.
+    /// Ends the run (early, if it is not done: unfinished requests stay pending).
     pub fn finish(self) -> RunReport {
-        RunReport { collector: self.collector }
+        RunReport { collector: self.collector, timeseries: self.recorder.finish() }
     }
 
-    fn arrive(&mut self, i: u32) {
-        let target = self.router.route();
-        let rank = &mut self.ranks[target];
-        self.collector.records[i as usize].worker = rank.worker;
-        rank.engine.submit(self.workload.request(i as usize, i as u64));
+    fn push(&mut self, at_ms: f64, kind: EventKind) {
+        self.seq += 1;
+        self.events.push(Reverse(Event { at_ms, seq: self.seq, kind }));
+    }
+
+    /// Sends request `i` to a rank of `pool`: prompt work for the aggregated and prefill
+    /// pools (the prefill pool computes the prompt and hands over, so it asks for 1 token).
+    fn route(&mut self, pool: usize, i: u32) {
+        let mut req = self.workload.request(i as usize, i as u64);
+        let p = &mut self.pools[pool];
+        let (hashes, full) = if p.router.is_kv_aware() {
+            prompt_hashes(&req, p.block_size, &mut self.scratch)
+        } else {
+            (Vec::new(), 0)
+        };
+        let query = RouteQuery { id: i as u64, prompt_tokens: req.prompt.len() as u32, block_hashes: &hashes, full_blocks: full };
+        let placement = p.router.route(&query);
+        let rank = p.first_rank + placement.target;
+        if p.role == Role::Prefill {
+            req.max_output = 1;
+        } else {
+            self.collector.records[i as usize].worker = self.ranks[rank].worker;
+        }
+        self.ranks[rank].engine.submit(req);
+    }
+
+    /// A prompt's KV reached its decode rank.
+    fn activate(&mut self, i: u32, rank: usize) {
+        let req = self.workload.request(i as usize, i as u64);
+        self.collector.records[i as usize].worker = self.ranks[rank].worker;
+        if let Err(e) = self.ranks[rank].engine.submit_prefilled(req) {
+            self.finish_request(i, Status::Unschedulable, Some(e.0));
+        }
     }
 
     fn start_pass(&mut self, r: usize, now: f64) {
         let rank = &mut self.ranks[r];
         let out = rank.engine.step(now);
-        let progressed = out.scheduled_tokens > 0
-            || !out.finished.is_empty()
-            || !out.preempted.is_empty()
-            || !out.tokens.is_empty();
+        let progressed = out.scheduled_tokens > 0 || !out.finished.is_empty() || !out.preempted.is_empty() || !out.tokens.is_empty();
         let end = now + duration_ms(out.duration);
         rank.pending.clone_from(out);
         if !progressed {
@@ -209,29 +344,116 @@ impl Simulation {
             rank.pending.finished.extend(stuck);
         }
         rank.busy = true;
-        self.seq += 1;
-        self.passes.push(Reverse(PassEnd { at_ms: end, seq: self.seq, rank: r as u32 }));
+        self.push(end, EventKind::PassEnd { rank: r as u32 });
     }
 
     fn complete_pass(&mut self, r: usize, t: f64) {
-        let rank = &mut self.ranks[r];
-        rank.busy = false;
-        let out = &rank.pending;
-        let c = &mut self.collector;
-        c.committed_prefill_tokens += out.committed_prefill_tokens;
+        self.ranks[r].busy = false;
+        let out = std::mem::take(&mut self.ranks[r].pending);
+        let pool = self.ranks[r].pool;
+        let role = self.pools[pool].role;
+        let target = r - self.pools[pool].first_rank;
+        self.recorder.rank_metrics(r, t, &out.metrics);
+        self.pools[pool].router.apply_events(target, &out.kv_events);
+        self.collector.committed_prefill_tokens += out.committed_prefill_tokens;
         for a in &out.admissions {
-            c.admit(a.id as u32, a.reused_tokens);
+            // The prompt's reuse is the prefill side's; decode admissions only count re-runs.
+            let reused = (role != Role::Decode).then_some(a.reused_tokens);
+            self.collector.admit(a.id as u32, reused, a.readmission);
         }
-        for &id in &out.tokens {
-            c.token(id as u32, t);
+        if role != Role::Prefill {
+            for &id in &out.tokens {
+                let (gap, ttft) = self.collector.token(id as u32, t);
+                self.recorder.token(t, gap, ttft);
+                if ttft.is_some() {
+                    self.pools[pool].router.prefill_done(id);
+                }
+            }
         }
         for f in &out.finished {
-            let (status, reason) = match &f.outcome {
-                Outcome::Completed => (Status::Completed, None),
-                Outcome::Rejected(why) => (Status::Rejected, Some(why.clone())),
-                Outcome::Unschedulable(why) => (Status::Unschedulable, Some(why.clone())),
-            };
-            c.finish(f.id as u32, t, status, reason);
+            let i = f.id as u32;
+            self.pools[pool].router.free(f.id);
+            match (&f.outcome, role) {
+                (Outcome::Completed, Role::Prefill) => self.hand_over(i, t),
+                (Outcome::Completed, _) => self.finish_request(i, Status::Completed, None),
+                (Outcome::Rejected(why), _) => self.finish_request(i, Status::Rejected, Some(why.clone())),
+                (Outcome::Unschedulable(why), _) => self.finish_request(i, Status::Unschedulable, Some(why.clone())),
+            }
+        }
+        let mut out = out;
+        out.clear();
+        self.ranks[r].pending = out;
+        for i in std::mem::take(&mut self.ranks[r].reservations) {
+            self.start_transfer(i, r, t);
+        }
+        // Lifecycle edges may have freed a target: dispatch the router's queue.
+        while !self.pools[pool].queued.is_empty() && !self.pools[pool].router.all_busy(self.pools[pool].max_num_batched_tokens) {
+            let i = self.pools[pool].queued.pop_front().expect("non-empty");
+            self.route(pool, i);
         }
     }
+
+    /// Prefill finished: pick the decode rank, which reserves room (at once if idle, else at
+    /// its next pass boundary) before the KV transfer starts.
+    fn hand_over(&mut self, i: u32, t: f64) {
+        let decode_pool = self.pools.len() - 1;
+        let req = self.workload.request(i as usize, i as u64);
+        let p = &mut self.pools[decode_pool];
+        let (hashes, full) = prompt_hashes(&req, p.block_size, &mut self.scratch);
+        let placement = p.router.route(&RouteQuery { id: i as u64, prompt_tokens: req.prompt.len() as u32, block_hashes: &hashes, full_blocks: full });
+        let rank = p.first_rank + placement.target;
+        if self.ranks[rank].busy {
+            self.ranks[rank].reservations.push(i);
+        } else {
+            self.start_transfer(i, rank, t);
+        }
+    }
+
+    /// The decode rank has reserved room for request `i`: its prompt KV starts moving.
+    fn start_transfer(&mut self, i: u32, rank: usize, t: f64) {
+        let req = self.workload.request(i as usize, i as u64);
+        let bs = self.pools[self.ranks[rank].pool].block_size;
+        let prefill = &self.pools[0].args;
+        let delay = match (prefill.kv_transfer_bandwidth, prefill.kv_bytes_per_token) {
+            (Some(gbps), Some(bytes)) if gbps > 0.0 => {
+                let tokens = match prefill.kv_transfer_timing_mode {
+                    KvTransferTimingMode::FullPrompt => req.prompt.len() as u64,
+                    KvTransferTimingMode::DestinationMissing => {
+                        let resident = self.ranks[rank].engine.resident_prefix_blocks(&req);
+                        (req.prompt.len() as u32).div_ceil(bs).saturating_sub(resident) as u64 * bs as u64
+                    }
+                };
+                duration_ms(Duration::from_secs_f64(tokens as f64 * bytes as f64 / (gbps * 1e9)))
+            }
+            _ => 0.0,
+        };
+        self.push(t + delay, EventKind::TransferDone { request: i, rank: rank as u32 });
+    }
+
+    fn finish_request(&mut self, i: u32, status: Status, reason: Option<String>) {
+        let t = self.now_ms;
+        self.collector.finish(i, t, status, reason);
+        if status == Status::Completed {
+            self.recorder.completed(t, self.collector.records[i as usize].input_length);
+        }
+        self.finished += 1;
+    }
+}
+
+/// Sequence hashes of a prompt's full blocks, then a unique id for a partial tail block
+/// (which no cache can share), as the router tracks them.
+fn prompt_hashes(req: &Request, bs: u32, scratch: &mut (Vec<u32>, Vec<u8>, Vec<u64>)) -> (Vec<u64>, u32) {
+    let (_, bytes, _) = scratch;
+    let full = req.prompt.len() as u32 / bs;
+    let mut out = Vec::with_capacity(req.prompt.len().div_ceil(bs as usize));
+    let mut parent = None;
+    for b in req.prompt.chunks_exact(bs as usize) {
+        let h = sequence_hash(parent, block_hash(b, bytes));
+        out.push(h);
+        parent = Some(h);
+    }
+    if req.prompt.len() as u32 % bs != 0 {
+        out.push(mix64(req.id ^ 0x5EED_0000_0000_0000));
+    }
+    (out, full)
 }

@@ -15,6 +15,7 @@ const MUST_MATCH: &[&str] = &[
     "vllm-pressure-fifo",
     "vllm-nochunk-nocache",
     "rr4-burst",
+    "disagg-2p2d",
     "sglang-prefix",
     "sglang-fixed-timing",
 ];

@@ -120,6 +120,27 @@ impl VllmCore {
         self.waiting.push_back(slot);
     }
 
+    pub fn submit_prefilled(&mut self, req: Request) {
+        self.submit(req);
+        let s = *self.waiting.back().expect("just submitted");
+        self.seq_mut(s).prefilled = true;
+    }
+
+    pub fn resident_prefix_blocks(&mut self, req: &Request) -> u32 {
+        if !self.cfg.prefix_caching {
+            return 0;
+        }
+        let mut probe = Sequence::new(req.clone());
+        let bs = self.cfg.block_size;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut n = 0;
+        while n < probe.prompt_len() / bs && self.pool.lookup(probe.block_hashes(n, bs, &mut scratch).0).is_some() {
+            n += 1;
+        }
+        self.scratch = scratch;
+        n
+    }
+
     pub fn in_flight(&self) -> usize {
         self.waiting.len() + self.running.len()
     }
@@ -248,7 +269,7 @@ impl VllmCore {
         let seq = self.seqs[s as usize].as_mut().expect("live sequence");
         let len = seq.len();
         let mut max_blocks = len / bs;
-        if !seq.generation_done() {
+        if !seq.generation_done() && !(seq.prefilled && seq.admissions == 0) {
             max_blocks = max_blocks.min(len.saturating_sub(1) / bs);
         }
         let mut hit = PrefixHit::default();
@@ -272,7 +293,9 @@ impl VllmCore {
     fn schedule(&mut self, s: u32, hit: Option<&PrefixHit>, budget: &mut u64, preempted: &mut bool) -> Scheduled {
         let from_waiting = hit.is_some();
         let seq = self.seq(s);
+        // A transferred prompt is present in full on first admission: nothing to compute.
         let cached = match hit {
+            Some(_) if seq.prefilled && seq.admissions == 0 => seq.len(),
             Some(h) if seq.num_computed == 0 => h.cached_tokens,
             _ => 0,
         };
@@ -319,8 +342,8 @@ impl VllmCore {
         let bs = self.cfg.block_size;
         let mut scratch = std::mem::take(&mut self.scratch);
         let seq = self.seqs[s as usize].as_mut().expect("live sequence");
-        if cached > 0 {
-            seq.visible = cached / bs;
+        if let Some(h) = hit {
+            seq.visible = h.slots.len() as u32;
         }
         seq.num_computed = before + desired;
         let full = seq.num_computed / bs;
@@ -398,7 +421,8 @@ impl VllmCore {
         let (mut batch, mut context) = (0u64, 0u64);
         for &s in &self.running {
             let seq = self.seq(s);
-            if seq.fully_computed() && seq.generated > 0 && !seq.generation_done() {
+            // A request decodes once it has a token, or at once if its prompt was transferred.
+            if seq.fully_computed() && (seq.generated > 0 || seq.prefilled) && !seq.generation_done() {
                 batch += 1;
                 context += seq.len() as u64;
             }

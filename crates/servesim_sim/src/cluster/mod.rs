@@ -1,5 +1,7 @@
-//! Workers, their data-parallel ranks, and the router in front of them.
+//! Workers, their data-parallel ranks, and the routers in front of them.
 
+pub mod indexer;
 pub mod router;
 
-pub use router::{Router, RouterMode};
+pub use indexer::Indexer;
+pub use router::{Placement, RouteQuery, Router, RouterConfig, RouterMode};

@@ -3,6 +3,7 @@
 
 mod sketch;
 mod stats;
+pub mod timeseries;
 
 pub use sketch::DdSketch;
 use serde::Serialize;
@@ -32,17 +33,14 @@ pub struct RequestRecord {
     pub reused_input_tokens: u32,
     pub first_admission_reused_tokens: Option<u32>,
     pub admissions: u32,
+    /// Admissions after a preemption or retraction.
+    pub readmissions: u32,
     pub status: Status,
     pub worker: u32,
     /// Second token − first token.
     pub ttst_ms: Option<f64>,
 }
 
-impl RequestRecord {
-    pub fn readmissions(&self) -> u32 {
-        self.admissions.saturating_sub(1)
-    }
-}
 
 #[derive(Clone, Debug, Default)]
 pub struct Collector {
@@ -70,6 +68,7 @@ impl Collector {
             reused_input_tokens: 0,
             first_admission_reused_tokens: None,
             admissions: 0,
+            readmissions: 0,
             status: Status::Pending,
             worker: 0,
             ttst_ms: None,
@@ -77,16 +76,23 @@ impl Collector {
         (self.records.len() - 1) as u32
     }
 
-    pub fn admit(&mut self, i: u32, reused: u32) {
+    /// An admission; `reused` counts towards the request's reuse (decode-pool admissions of
+    /// disaggregated serving pass None: the prompt's reuse is the prefill worker's).
+    pub fn admit(&mut self, i: u32, reused: Option<u32>, readmission: bool) {
         let r = &mut self.records[i as usize];
         r.admissions += 1;
+        r.readmissions += readmission as u32;
+        let Some(reused) = reused else { return };
         r.reused_input_tokens = r.reused_input_tokens.max(reused);
         r.first_admission_reused_tokens.get_or_insert(reused);
     }
 
-    pub fn token(&mut self, i: u32, t: f64) {
+    /// A token at `t`; returns (gap since the previous token, TTFT if it is the first).
+    pub fn token(&mut self, i: u32, t: f64) -> (Option<f64>, Option<f64>) {
         let r = &mut self.records[i as usize];
+        let mut out = (None, None);
         if let Some(prev) = r.last_token_ms {
+            out.0 = Some(t - prev);
             let gap = t - prev;
             if r.output_tokens == 1 {
                 r.ttst_ms = Some(gap);
@@ -97,9 +103,11 @@ impl Collector {
             }
         } else {
             r.first_token_ms = Some(t);
+            out.1 = Some(t - r.arrival_ms);
         }
         r.last_token_ms = Some(t);
         r.output_tokens += 1;
+        out
     }
 
     pub fn finish(&mut self, i: u32, t: f64, status: Status, reason: Option<String>) {

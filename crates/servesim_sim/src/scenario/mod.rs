@@ -2,7 +2,8 @@
 //! - servesim's own versioned scenario format ([`Scenario`], documented in the README);
 //! - Dynamo's replay arguments (`crate::replay`), for users of `run_trace_replay`.
 
-use crate::cluster::RouterMode;
+use crate::cluster::{RouterConfig, RouterMode};
+use servesim_engine::WorkerType;
 use crate::workload::synthetic::SyntheticSpec;
 use crate::SimError;
 use serde::{Deserialize, Serialize};
@@ -15,10 +16,33 @@ pub struct SimConfig {
     pub launch: LaunchConfig,
     pub num_workers: u32,
     pub router_mode: RouterMode,
+    pub router_config: RouterConfig,
+    /// Separate prefill and decode pools instead of aggregated workers.
+    pub disagg: Option<Disagg>,
     /// Divides trace arrival times (never engine timings).
     pub arrival_speedup_ratio: f64,
     /// Seeds every random choice of the harness (routing ties, sampling).
     pub seed: u64,
+    /// Window of the time series, in virtual ms.
+    pub timeseries_interval_ms: f64,
+}
+
+/// Disaggregated serving: prompts run on the prefill pool, their KV moves to the decode pool.
+#[derive(Clone, Debug)]
+pub struct Disagg {
+    pub prefill: LaunchConfig,
+    pub decode: LaunchConfig,
+    pub num_prefill_workers: u32,
+    pub num_decode_workers: u32,
+}
+
+impl Disagg {
+    /// Each pool's engines get their role, whatever `worker_type` said.
+    pub fn new(mut prefill: LaunchConfig, mut decode: LaunchConfig, num_prefill_workers: u32, num_decode_workers: u32) -> Self {
+        prefill.engine.worker_type = WorkerType::Prefill;
+        decode.engine.worker_type = WorkerType::Decode;
+        Disagg { prefill, decode, num_prefill_workers, num_decode_workers }
+    }
 }
 
 impl SimConfig {
@@ -26,6 +50,25 @@ impl SimConfig {
         self.launch.validate()?;
         if self.num_workers == 0 || self.num_workers > 4096 {
             return Err(SimError::new("num_workers must be within 1..=4096"));
+        }
+        self.router_config.validate().map_err(SimError::new)?;
+        if let Some(d) = &self.disagg {
+            d.prefill.validate().map_err(|e| SimError::new(format!("prefill: {e}")))?;
+            d.decode.validate().map_err(|e| SimError::new(format!("decode: {e}")))?;
+            for (name, n) in [("num_prefill_workers", d.num_prefill_workers), ("num_decode_workers", d.num_decode_workers)] {
+                if n == 0 || n > 4096 {
+                    return Err(SimError::new(format!("{name} must be within 1..=4096")));
+                }
+            }
+            if d.prefill.engine.block_size() != d.decode.engine.block_size() {
+                return Err(SimError::new("prefill and decode engines must use the same block_size"));
+            }
+            if d.decode.engine.backend != servesim_engine::Backend::Vllm {
+                return Err(SimError::new("disaggregated serving is only supported with the vllm backend"));
+            }
+        }
+        if !(self.timeseries_interval_ms.is_finite() && self.timeseries_interval_ms > 0.0) {
+            return Err(SimError::new("timeseries_interval_ms must be a positive number"));
         }
         if !(self.arrival_speedup_ratio.is_finite() && self.arrival_speedup_ratio > 0.0) {
             return Err(SimError::new("arrival_speedup_ratio must be a positive number"));
@@ -56,18 +99,37 @@ pub struct Scenario {
     pub cluster: ClusterSpec,
     #[serde(default)]
     pub workload: WorkloadSpec,
+    /// Window of the time series, in virtual ms.
+    #[serde(default = "interval")]
+    pub timeseries_interval_ms: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClusterSpec {
+    /// Aggregated workers (ignored when prefill and decode pools are set).
     pub num_workers: u32,
     pub router_mode: RouterMode,
+    pub router_config: RouterConfig,
+    /// Prefill and decode pools: both > 0 means disaggregated serving.
+    pub num_prefill_workers: u32,
+    pub num_decode_workers: u32,
+    /// Engine arguments of the prefill / decode pools (default: `engine`).
+    pub prefill_engine: Option<EngineArgs>,
+    pub decode_engine: Option<EngineArgs>,
 }
 
 impl Default for ClusterSpec {
     fn default() -> Self {
-        ClusterSpec { num_workers: 1, router_mode: RouterMode::RoundRobin }
+        ClusterSpec {
+            num_workers: 1,
+            router_mode: RouterMode::RoundRobin,
+            router_config: RouterConfig::default(),
+            num_prefill_workers: 0,
+            num_decode_workers: 0,
+            prefill_engine: None,
+            decode_engine: None,
+        }
     }
 }
 
@@ -109,6 +171,9 @@ fn trace_block() -> u32 {
 fn speedup() -> f64 {
     1.0
 }
+fn interval() -> f64 {
+    1000.0
+}
 
 impl Default for Scenario {
     fn default() -> Self {
@@ -139,12 +204,25 @@ impl Scenario {
             WorkloadSpec::Trace { arrival_speedup_ratio, .. } => *arrival_speedup_ratio,
             WorkloadSpec::Synthetic(_) => 1.0,
         };
+        let c = &self.cluster;
+        let launch = LaunchConfig { engine: self.engine.clone(), dp_size: self.dp_size };
+        let disagg = match (c.num_prefill_workers, c.num_decode_workers) {
+            (0, 0) => None,
+            (p, d) if p > 0 && d > 0 => {
+                let pool = |e: &Option<EngineArgs>| LaunchConfig { engine: e.clone().unwrap_or_else(|| self.engine.clone()), dp_size: self.dp_size };
+                Some(Disagg::new(pool(&c.prefill_engine), pool(&c.decode_engine), p, d))
+            }
+            _ => return Err(SimError::new("cluster: num_prefill_workers and num_decode_workers must both be set for disaggregated serving")),
+        };
         let cfg = SimConfig {
-            launch: LaunchConfig { engine: self.engine.clone(), dp_size: self.dp_size },
-            num_workers: self.cluster.num_workers,
-            router_mode: self.cluster.router_mode,
+            launch,
+            num_workers: c.num_workers,
+            router_mode: c.router_mode,
+            router_config: c.router_config.clone(),
+            disagg,
             arrival_speedup_ratio: speed,
             seed: self.seed,
+            timeseries_interval_ms: self.timeseries_interval_ms,
         };
         cfg.validate()?;
         Ok(cfg)
