@@ -18,6 +18,7 @@ const MUST_MATCH: &[&str] = &[
     "disagg-2p2d",
     "sglang-prefix",
     "sglang-fixed-timing",
+    "sglang-pressure",
 ];
 
 const SUMMARY_KEYS: &[&str] = &[
@@ -49,7 +50,12 @@ fn close(reference: &Value, got: &Value) -> bool {
 }
 
 fn check(name: &str) {
-    let path = cases_dir().join(format!("{name}.json"));
+    check_file(&cases_dir().join(format!("{name}.json")));
+}
+
+fn check_file(path: &Path) {
+    let path = path.to_path_buf();
+    let name = path.file_stem().unwrap().to_string_lossy().to_string();
     let case: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let got = run_case(&path);
     for k in SUMMARY_KEYS {
@@ -64,6 +70,21 @@ fn check(name: &str) {
         let ok = close(&r[0], &g[0]) && close(&r[1], &g[1]) && r[2] == g[2] && r[3] == g[3] && r[4] == g[4];
         assert!(ok, "{name}: request {i} (trace line {}): reference {r}, servesim {g}", i + 1);
     }
+}
+
+/// Our own scenarios, run through the reference (tests/variants/README.md).
+#[test]
+fn variant_cases_match_the_reference_request_by_request() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/variants");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            check_file(&path);
+            n += 1;
+        }
+    }
+    assert!(n >= 3);
 }
 
 #[test]

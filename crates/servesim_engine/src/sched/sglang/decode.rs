@@ -4,6 +4,9 @@
 use super::SglangCore;
 use crate::engine::Outcome;
 
+/// Decode steps each surviving request is assumed to run before the next retraction.
+const RETRACT_DECODE_STEPS: u64 = 20;
+
 /// Pages the running requests need for this step beyond what they hold.
 fn pages_needed(core: &SglangCore) -> u32 {
     let page = core.cfg.page;
@@ -11,7 +14,7 @@ fn pages_needed(core: &SglangCore) -> u32 {
         .iter()
         .map(|&s| {
             let r = core.req(s);
-            r.seq.len().div_ceil(page).saturating_sub(r.allocated_pages())
+            (r.seq.len() + 1).div_ceil(page).saturating_sub(r.allocated_pages())
         })
         .sum()
 }
@@ -45,7 +48,16 @@ pub(super) fn decode_pass(core: &mut SglangCore) {
         need = pages_needed(core);
     }
     if retracted {
-        core.ratio.reset();
+        // Re-estimate from the survivors: what they generated so far plus a few more steps
+        // each, over what they may generate in all (capped at 1).
+        let (mut done, mut max) = (0u64, 0u64);
+        for &s in &core.running {
+            let r = core.req(s);
+            done += r.seq.generated as u64;
+            max += r.seq.max_output as u64;
+        }
+        let est = (done + RETRACT_DECODE_STEPS * core.running.len() as u64) as f64 / max as f64;
+        core.ratio.current = est.min(1.0);
     }
     if core.cache.free_pages() + core.cache.evictable_pages() < need {
         // A lone request outgrew the pool: no retraction can help (the reference aborts).
@@ -78,7 +90,7 @@ pub(super) fn decode_pass(core: &mut SglangCore) {
     while k < core.running.len() {
         let s = core.running[k];
         let r = core.req_mut(s);
-        let grow = r.seq.len().div_ceil(page).saturating_sub(r.allocated_pages());
+        let grow = (r.seq.len() + 1).div_ceil(page).saturating_sub(r.allocated_pages());
         r.private_pages += grow;
         let ok = core.cache.take_private(grow);
         debug_assert!(ok, "decode pages were checked");
@@ -96,5 +108,7 @@ pub(super) fn decode_pass(core: &mut SglangCore) {
             k += 1;
         }
     }
-    core.ratio.decay();
+    if !retracted {
+        core.ratio.decay();
+    }
 }

@@ -45,14 +45,18 @@ pub(super) fn form(core: &mut SglangCore) -> Vec<ExtendChunk> {
     let ratio = core.ratio.current;
 
     // What running requests still need: the page for their pending token, and a share of
-    // the rest of their output.
-    let mut rem_total = (core.cache.free_pages() as f64 + core.cache.evictable_pages() as f64) * page as f64;
+    // the rest of their output. The budget is live: pages allocated or locked by admitted
+    // requests leave `free + evictable` as they are taken, so only their output reserve is
+    // added to the offset.
+    let mut offset = 0.0;
     for &s in &core.running {
         let r = core.req(s);
         let growth = core.ceil_page(r.seq.len()).saturating_sub(r.allocated_pages() * page);
-        rem_total -= growth as f64;
-        rem_total -= r.remaining_output().min(clip) as f64 * ratio;
+        offset += growth as f64;
+        offset += r.remaining_output().min(clip) as f64 * ratio;
     }
+    let avail0 = (core.cache.free_pages() as f64 + core.cache.evictable_pages() as f64) * page as f64;
+    let rem_total = |_core: &SglangCore, offset: f64| avail0 - offset;
     let mut rem_input = core.cfg.max_prefill_tokens;
     let mut rem_chunk = core.cfg.chunked_prefill_size;
     let room = core.cfg.max_running - core.running.len();
@@ -76,7 +80,8 @@ pub(super) fn form(core: &mut SglangCore) -> Vec<ExtendChunk> {
         let charged = core.ceil_page(chunk);
         let last = chunk == extend;
         let reserve = if last { r.remaining_output().min(clip) } else { 0 };
-        if (charged + reserve) as f64 >= rem_total || charged > rem_input {
+        let need = (charged + reserve) as f64;
+        if need >= rem_total(core, offset) || charged > rem_input {
             break;
         }
         // Allocate: lock the matched prefix so eviction spares it, then take fresh pages.
@@ -87,6 +92,11 @@ pub(super) fn form(core: &mut SglangCore) -> Vec<ExtendChunk> {
                 core.cache.match_and_touch(keys.iter().map(|k| k.0));
             }
             core.cache.lock(node);
+            // Locking the prefix takes it out of the evictable pool: check again.
+            if need >= rem_total(core, offset) {
+                core.cache.unlock(node);
+                break;
+            }
         }
         let free = core.cache.free_pages();
         if free < fresh {
@@ -114,7 +124,7 @@ pub(super) fn form(core: &mut SglangCore) -> Vec<ExtendChunk> {
             core.out.metrics.cache_query_tokens += len;
         }
         batch.push(ExtendChunk { slot: s, prefix, tokens: chunk, last });
-        rem_total -= (charged + reserve) as f64;
+        offset += (charged + reserve) as f64;
         rem_input -= charged;
         rem_chunk -= charged;
         if rem_chunk == 0 {
