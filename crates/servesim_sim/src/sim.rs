@@ -59,8 +59,10 @@ struct Rank {
     /// The running pass's effects, applied when it ends.
     pending: PassOutput,
     /// Decode destinations asked for mid-pass: a reservation is a scheduler command, applied
-    /// at the next pass boundary, and the KV transfer starts only then.
+    /// at a pass boundary, and the KV transfer starts only then.
     reservations: Vec<u32>,
+    /// Transfers that finished mid-pass: the request is activated at the next boundary.
+    arrived: Vec<u32>,
 }
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -214,7 +216,7 @@ impl Simulation {
         for w in 0..workers {
             for dp in 0..launch.dp_size {
                 let engine = Engine::new(&launch.engine, dp, emit_events)?;
-                self.ranks.push(Rank { engine, pool: pool_index, worker: w, busy: false, pending: PassOutput::default(), reservations: Vec::new() });
+                self.ranks.push(Rank { engine, pool: pool_index, worker: w, busy: false, pending: PassOutput::default(), reservations: Vec::new(), arrived: Vec::new() });
                 self.recorder.add_rank(role.name(), w, dp);
             }
         }
@@ -267,7 +269,7 @@ impl Simulation {
                 let Reverse(e) = self.events.pop().expect("peeked");
                 match e.kind {
                     EventKind::PassEnd { rank } => self.complete_pass(rank as usize, t),
-                    EventKind::TransferDone { request, rank } => self.activate(request, rank as usize),
+                    EventKind::TransferDone { request, rank } => self.transfer_done(request, rank as usize),
                 }
             }
             while let Some(&i) = self.order.get(self.next_arrival) {
@@ -322,7 +324,15 @@ impl Simulation {
         self.ranks[rank].engine.submit(req);
     }
 
-    /// A prompt's KV reached its decode rank.
+    /// A prompt's KV reached its decode rank; a busy rank takes it at its next boundary.
+    fn transfer_done(&mut self, i: u32, rank: usize) {
+        if self.ranks[rank].busy {
+            self.ranks[rank].arrived.push(i);
+        } else {
+            self.activate(i, rank);
+        }
+    }
+
     fn activate(&mut self, i: u32, rank: usize) {
         let req = self.workload.request(i as usize, i as u64);
         self.collector.records[i as usize].worker = self.ranks[rank].worker;
@@ -383,9 +393,7 @@ impl Simulation {
         let mut out = out;
         out.clear();
         self.ranks[r].pending = out;
-        for i in std::mem::take(&mut self.ranks[r].reservations) {
-            self.start_transfer(i, r, t);
-        }
+        self.apply_reservations(r, t);
         // Lifecycle edges may have freed a target: dispatch the router's queue.
         while !self.pools[pool].queued.is_empty() && !self.pools[pool].router.all_busy(self.pools[pool].max_num_batched_tokens) {
             let i = self.pools[pool].queued.pop_front().expect("non-empty");
@@ -406,6 +414,30 @@ impl Simulation {
             self.ranks[rank].reservations.push(i);
         } else {
             self.start_transfer(i, rank, t);
+        }
+    }
+
+    /// At a decode rank's pass boundary: each scheduler command it takes — the boundary
+    /// itself and every activation of a request whose KV arrived mid-pass — lets one pending
+    /// reservation through; a rank left with no work takes them all (the reference's
+    /// one-command-per-wake engine loop, observed as reservation times).
+    fn apply_reservations(&mut self, r: usize, t: f64) {
+        let mut wakes = 1;
+        for i in std::mem::take(&mut self.ranks[r].arrived) {
+            self.activate(i, r);
+            wakes += 1;
+        }
+        for _ in 0..wakes {
+            if self.ranks[r].reservations.is_empty() {
+                break;
+            }
+            let first = self.ranks[r].reservations.remove(0);
+            self.start_transfer(first, r, t);
+        }
+        if !self.ranks[r].engine.has_work() {
+            for i in std::mem::take(&mut self.ranks[r].reservations) {
+                self.start_transfer(i, r, t);
+            }
         }
     }
 
