@@ -36,8 +36,9 @@ export interface Boot {
 
 /** Starts the worker and waits for the engine's defaults. */
 export async function boot(): Promise<Boot> {
-  const engine = new Engine();
-  const hello = await engine.hello();
+  const early = (globalThis as { __servesimEarly?: { engine: Engine; hello: ReturnType<Engine['hello']> } }).__servesimEarly;
+  const engine = early?.engine ?? new Engine();
+  const hello = await (early?.hello ?? engine.hello());
   return { engine, defaults: JSON.parse(hello.defaults) as JsonObject, version: hello.version };
 }
 
@@ -67,6 +68,14 @@ export async function hashFor(scenario: JsonObject, defaults: JsonObject): Promi
   const partial = diff(scenario, defaults);
   if (Object.keys(partial).length === 0) return '';
   return encodeLink(partial);
+}
+
+/**
+ * The time-series window to ask for: automatic (about 120 windows) unless the scenario sets
+ * its own `timeseries_interval_ms`.
+ */
+export function intervalFor(scenario: JsonObject, defaults: JsonObject): number | undefined {
+  return scenario.timeseries_interval_ms === defaults.timeseries_interval_ms ? 0 : undefined;
 }
 
 export function pageUrl(page: 'index.html' | 'embed.html', hash: string): string {

@@ -163,7 +163,9 @@ export class Charts {
         const ranks = run.result.series.ranks.slice(0, MAX_RANKS);
         tables.push([seconds(run.result.series.t_ms), ...ranks.map((r) => nulls(r.columns[column] ?? new Float64Array(run.result.series.t_ms.length)))]);
         ranks.forEach((r, i) => {
-          const name = ranks.length > 1 || run.result.series.ranks.some((x) => x.dp_rank > 0) ? `worker ${r.worker}${r.dp_rank ? '.' + r.dp_rank : ''}` : 'worker 0';
+          const pool = r.pool && r.pool !== 'aggregated' && r.pool !== 'agg' ? r.pool + ' ' : 'worker ';
+          const dp = run.result.series.ranks.some((x) => x.dp_rank > 0) ? `.${r.dp_rank}` : '';
+          const name = `${pool}${r.worker}${dp}`;
           series.push({ label: style(run).tag + name, color: color(i), dash: style(run).dash });
         });
       }

@@ -1,45 +1,5 @@
-// The embed page: a compact, read-only view for iframes. It takes the playground's link
-// (`embed.html#v1.…`), runs the scenario and shows the headline numbers and two charts.
-
+// Entry of embed.html, kept tiny: start the engine worker first, then load the view.
 import './style.css';
-import { boot, pageUrl, scenarioFromHash, showMessage, Status } from './app';
-import { Charts } from './charts';
-import { renderHeadline } from './results';
+import './early';
 
-const status = new Status(document.getElementById('status')!);
-const message = document.getElementById('message')!;
-const progress = document.getElementById('progress') as HTMLProgressElement;
-
-async function start(): Promise<void> {
-  const app = await boot().catch((e: Error) => {
-    status.set('error', 'The engine failed to load');
-    showMessage(message, `The engine failed to load: ${e.message}`);
-    return null;
-  });
-  if (!app) return;
-  const charts = new Charts(document, 180);
-  const h = location.hash;
-  (document.getElementById('open') as HTMLAnchorElement).href = pageUrl('index.html', h);
-  const { scenario, error } = await scenarioFromHash(app, h);
-  if (error) showMessage(message, error);
-  const chosen = scenario ?? app.defaults;
-  const name = chosen.name;
-  if (typeof name === 'string' && name) document.getElementById('title')!.textContent = name;
-  status.set('running', 'Running…');
-  progress.hidden = false;
-  try {
-    const result = await app.engine.run(JSON.stringify(chosen), undefined, (p) => (progress.value = p)).result;
-    const run = { label: 'run', result };
-    renderHeadline(document.getElementById('headline')!, [run]);
-    charts.render([run]);
-    status.set('done', `${result.summary.num_requests} requests, ${(result.summary.duration_ms / 1000).toFixed(1)} s simulated`);
-  } catch (e) {
-    status.set('error', 'Error');
-    showMessage(message, `The engine refused this scenario: ${(e as Error).message}`);
-  } finally {
-    progress.hidden = true;
-  }
-}
-
-window.addEventListener('hashchange', () => location.reload());
-void start();
+void import('./embed-ui');

@@ -79,8 +79,9 @@ export class Engine {
     return r.json;
   }
 
-  run(json: string, trace: string | undefined, onProgress: (p: number, nowMs: number) => void): { id: number; result: Promise<RunResult>; cancel: () => void } {
-    const { id, reply } = this.request({ type: 'run', json, trace } as Omit<Request, 'id'>, onProgress);
+  /** `intervalMs`: time-series window; 0 picks one, undefined keeps the scenario's. */
+  run(json: string, trace: string | undefined, intervalMs: number | undefined, onProgress: (p: number, nowMs: number) => void): { id: number; result: Promise<RunResult>; cancel: () => void } {
+    const { id, reply } = this.request({ type: 'run', json, trace, interval_ms: intervalMs } as Omit<Request, 'id'>, onProgress);
     const result = reply.then((r) => {
       if (r.type !== 'result') throw new EngineError('unexpected reply');
       return r.result;

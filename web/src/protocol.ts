@@ -3,6 +3,8 @@
 export type Columns = Record<string, Float64Array>;
 
 export interface RankSeries {
+  /** The pool the rank serves in, as the harness names it. */
+  pool: string;
   worker: number;
   dp_rank: number;
   columns: Columns;
@@ -10,7 +12,7 @@ export interface RankSeries {
 
 export interface TimeSeries {
   interval_ms: number;
-  /** "records": derived from per-request records; "engine": the harness's own metrics. */
+  /** "engine": the harness's per-pass metrics. */
   source: string;
   t_ms: Float64Array;
   cluster: Columns;
@@ -37,7 +39,7 @@ export interface RunResult {
 export type Request =
   | { type: 'hello'; id: number }
   | { type: 'normalize'; id: number; json: string }
-  | { type: 'run'; id: number; json: string; trace?: string }
+  | { type: 'run'; id: number; json: string; trace?: string; /** 0: automatic; absent: the scenario's. */ interval_ms?: number }
   | { type: 'cancel'; id: number }
   | { type: 'report'; id: number; run: number };
 

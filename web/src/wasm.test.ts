@@ -13,7 +13,7 @@ beforeAll(() => {
 });
 
 function runToEnd(json: string, trace?: string): Simulation {
-  const sim = new Simulation(json, trace);
+  const sim = new Simulation(json, trace, 0);
   let guard = 0;
   while (!sim.advance(1000)) if (++guard > 1e6) throw new Error('no end');
   return sim;
@@ -57,7 +57,7 @@ describe('the engine module', () => {
     expect(rec.arrival_ms).toBeInstanceOf(Float64Array);
     expect(rec.end_ms.length).toBe(80);
     expect(new Set(rec.worker)).toEqual(new Set([0, 1]));
-    const ts = sim.timeseries(0) as RunResult['series'];
+    const ts = sim.timeseries() as RunResult['series'];
     expect(ts.t_ms.length).toBeGreaterThan(10);
     expect(ts.ranks).toHaveLength(2);
     expect(ts.cluster.output_tok_s.length).toBe(ts.t_ms.length);

@@ -29,9 +29,9 @@ function yieldNow(): Promise<void> {
   });
 }
 
-async function run(id: number, json: string, trace: string | undefined): Promise<void> {
+async function run(id: number, json: string, trace: string | undefined, interval: number | undefined): Promise<void> {
   const t0 = performance.now();
-  const sim = new Simulation(json, trace);
+  const sim = new Simulation(json, trace, interval);
   let chunk = 64;
   for (;;) {
     const sliceStart = performance.now();
@@ -53,7 +53,7 @@ async function run(id: number, json: string, trace: string | undefined): Promise
   }
   cancelled.delete(id);
   const records = sim.records() as unknown as RunResult['records'];
-  const series = sim.timeseries(0) as unknown as RunResult['series'];
+  const series = sim.timeseries() as unknown as RunResult['series'];
   const result: RunResult = {
     id,
     cancelled: sim.cancelled,
@@ -93,7 +93,7 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
         post({ type: 'normalized', id: msg.id, json: normalizeScenario(msg.json) });
         break;
       case 'run':
-        await run(msg.id, msg.json, msg.trace);
+        await run(msg.id, msg.json, msg.trace, msg.interval_ms);
         break;
       case 'report': {
         const sim = kept.get(msg.run);

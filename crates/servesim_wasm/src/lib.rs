@@ -15,7 +15,7 @@ use columns::{Columns, Series};
 use js_sys::{Array, Float64Array, Object, Reflect};
 use serde::Serialize;
 use servesim_sim::report::Status;
-use servesim_sim::{RunReport, Scenario, SimError};
+use servesim_sim::{RunReport, Scenario};
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(start)]
@@ -75,7 +75,6 @@ enum State {
 #[wasm_bindgen]
 pub struct Simulation {
     state: State,
-    scenario: Scenario,
     cancelled: bool,
     last_progress: f64,
     now_ms: f64,
@@ -84,12 +83,20 @@ pub struct Simulation {
 #[wasm_bindgen]
 impl Simulation {
     /// Builds a run from scenario JSON. A `{"type": "trace"}` workload takes its Mooncake
-    /// JSONL text from `trace` (errors name `path:line`).
+    /// JSONL text from `trace` (errors name `path:line`). `interval_ms` sets the time-series
+    /// window: absent keeps the scenario's `timeseries_interval_ms`, 0 picks about 120
+    /// windows over the arrivals, a positive number is used as it is.
     #[wasm_bindgen(constructor)]
-    pub fn new(scenario_json: &str, trace: Option<String>) -> Result<Simulation, JsError> {
+    pub fn new(scenario_json: &str, trace: Option<String>, interval_ms: Option<f64>) -> Result<Simulation, JsError> {
         let scenario = Scenario::from_json_str(scenario_json).map_err(js_err)?;
-        let sim = columns::build(&scenario, trace.as_deref()).map_err(js_err)?;
-        Ok(Simulation { state: State::Running(Box::new(sim)), scenario, cancelled: false, last_progress: 0.0, now_ms: 0.0 })
+        let interval = match interval_ms {
+            None => columns::Interval::Scenario,
+            Some(ms) if ms == 0.0 => columns::Interval::Auto,
+            Some(ms) if ms.is_finite() && ms > 0.0 => columns::Interval::Fixed(ms),
+            Some(_) => return Err(JsError::new("interval_ms must be 0 (automatic) or a positive number")),
+        };
+        let sim = columns::build(&scenario, trace.as_deref(), interval).map_err(js_err)?;
+        Ok(Simulation { state: State::Running(Box::new(sim)), cancelled: false, last_progress: 0.0, now_ms: 0.0 })
     }
 
     /// Processes up to `max_timestamps` distinct virtual timestamps; `true` once the run is over
@@ -197,13 +204,13 @@ impl Simulation {
         to_js(&list)
     }
 
-    /// Time series over windows of `interval_ms` (0 picks about 120 windows): `{interval_ms,
-    /// source, t_ms, cluster: {name: Float64Array}, ranks: [{worker, dp_rank, columns: {name:
-    /// Float64Array}}]}`. `source` says where the figures come from.
-    pub fn timeseries(&self, interval_ms: f64) -> Result<Object, JsError> {
-        let r = self.report()?;
-        let s = columns::derived_timeseries(&r.collector.records, &self.scenario, interval_ms);
-        Ok(series_to_js(&s))
+    /// The harness's time series: `{interval_ms, source, t_ms, cluster: {requests_completed,
+    /// input_tok_s, output_tok_s, ttft_p50_ms, ttft_p99_ms, itl_p50_ms, itl_p99_ms}, ranks:
+    /// [{pool, worker, dp_rank, columns: {running, waiting, kv_usage, prefix_hit_rate,
+    /// preemptions}}]}`, every column a `Float64Array` aligned with `t_ms` (window ends; `NaN`
+    /// where a window has no sample).
+    pub fn timeseries(&self) -> Result<Object, JsError> {
+        Ok(series_to_js(&columns::engine_series(self.report()?.timeseries())))
     }
 }
 
@@ -216,6 +223,7 @@ fn series_to_js(s: &Series) -> Object {
     let ranks = Array::new();
     for rank in &s.ranks {
         let o = Object::new();
+        set(&o, "pool", &JsValue::from_str(rank.pool));
         set(&o, "worker", &JsValue::from_f64(rank.worker as f64));
         set(&o, "dp_rank", &JsValue::from_f64(rank.dp_rank as f64));
         set(&o, "columns", &columns_to_js(&rank.columns).into());
@@ -223,9 +231,4 @@ fn series_to_js(s: &Series) -> Object {
     }
     set(&obj, "ranks", &ranks.into());
     obj
-}
-
-/// Kept for callers that only want errors as text (and for tests on the host).
-pub fn check_scenario(json: &str) -> Result<(), SimError> {
-    Scenario::from_json_str(json).map(|_| ())
 }

@@ -12,7 +12,7 @@ fn get(obj: &JsValue, key: &str) -> JsValue {
 }
 
 fn run(json: &str, trace: Option<String>) -> Simulation {
-    let mut sim = Simulation::new(json, trace).map_err(JsValue::from).unwrap();
+    let mut sim = Simulation::new(json, trace, Some(0.0)).map_err(JsValue::from).unwrap();
     while !sim.advance(500) {}
     sim
 }
@@ -31,7 +31,7 @@ fn default_scenario_runs_and_reports_dynamo_keys() {
     let records = sim.records().map_err(JsValue::from).unwrap();
     let ends: Float64Array = get(&records, "end_ms").dyn_into().unwrap();
     assert_eq!(ends.length(), 200);
-    let ts = sim.timeseries(0.0).map_err(JsValue::from).unwrap();
+    let ts = sim.timeseries().map_err(JsValue::from).unwrap();
     let t: Float64Array = get(&ts, "t_ms").dyn_into().unwrap();
     let out: Float64Array = get(&get(&ts, "cluster"), "output_tok_s").dyn_into().unwrap();
     assert!(t.length() > 10);
@@ -44,7 +44,7 @@ fn errors_are_js_errors_with_the_message() {
     let e: js_sys::Error = JsValue::from(e).dyn_into().unwrap();
     let msg: String = e.message().into();
     assert!(msg.starts_with("engine.num_gpu_blockz: unknown field"), "{msg}");
-    let e = Simulation::new(r#"{"workload": {"type": "trace", "path": "x.jsonl"}}"#, Some("{}\n".into())).err().unwrap();
+    let e = Simulation::new(r#"{"workload": {"type": "trace", "path": "x.jsonl"}}"#, Some("{}\n".into()), None).err().unwrap();
     let e: js_sys::Error = JsValue::from(e).dyn_into().unwrap();
     let msg: String = e.message().into();
     assert!(msg.starts_with("x.jsonl:1:"), "{msg}");
@@ -52,7 +52,7 @@ fn errors_are_js_errors_with_the_message() {
 
 #[wasm_bindgen_test]
 fn cancel_stops_the_run() {
-    let mut sim = Simulation::new(r#"{"workload": {"type": "synthetic", "num_requests": 3000, "rate_rps": 100}}"#, None)
+    let mut sim = Simulation::new(r#"{"workload": {"type": "synthetic", "num_requests": 3000, "rate_rps": 100}}"#, None, None)
         .map_err(JsValue::from)
         .unwrap();
     assert!(!sim.advance(100));
