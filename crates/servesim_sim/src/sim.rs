@@ -41,8 +41,10 @@ impl Role {
 struct Pool {
     role: Role,
     router: Router,
-    /// Global index of the pool's first rank; its ranks are contiguous.
+    /// Global index of the pool's first rank; its ranks are contiguous, worker by worker.
     first_rank: usize,
+    workers: usize,
+    dp_size: usize,
     block_size: u32,
     max_num_batched_tokens: u64,
     args: EngineArgs,
@@ -50,12 +52,35 @@ struct Pool {
     queued: std::collections::VecDeque<u32>,
 }
 
+impl Pool {
+    /// Routing target k is rank k / workers of worker k mod workers (targets cycle through
+    /// the workers first, as the reference's round robin does).
+    fn rank_of(&self, target: usize) -> usize {
+        self.first_rank + (target % self.workers) * self.dp_size + target / self.workers
+    }
+
+    fn target_of(&self, rank: usize) -> usize {
+        let i = rank - self.first_rank;
+        (i % self.dp_size) * self.workers + i / self.dp_size
+    }
+}
+
+/// A worker's data-parallel ranks step together: a pass starts on every rank with work at
+/// once and ends when the slowest rank does (the attention-DP barrier).
+struct Worker {
+    ranks: std::ops::Range<usize>,
+    busy: bool,
+}
+
 /// One engine core (a worker's data-parallel rank).
 struct Rank {
     engine: Engine,
     pool: usize,
     worker: u32,
-    busy: bool,
+    /// Global index of its worker.
+    group: usize,
+    /// Whether it computed a pass in its worker's current epoch.
+    stepped: bool,
     /// The running pass's effects, applied when it ends.
     pending: PassOutput,
     /// Decode destinations asked for mid-pass: a reservation is a scheduler command, applied
@@ -68,7 +93,7 @@ struct Rank {
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum EventKind {
     /// Ordered first at equal times: pass completions, then transfers.
-    PassEnd { rank: u32 },
+    PassEnd { worker: u32 },
     TransferDone { request: u32, rank: u32 },
 }
 
@@ -158,6 +183,7 @@ pub struct Simulation {
     order: Vec<u32>,
     next_arrival: usize,
     pools: Vec<Pool>,
+    workers: Vec<Worker>,
     ranks: Vec<Rank>,
     /// Rank each request's decoding (or aggregated) work went to; u32::MAX before routing.
     events: BinaryHeap<Reverse<Event>>,
@@ -180,6 +206,7 @@ impl Simulation {
             order: Vec::new(),
             next_arrival: 0,
             pools: Vec::new(),
+            workers: Vec::new(),
             ranks: Vec::new(),
             events: BinaryHeap::new(),
             seq: 0,
@@ -214,16 +241,30 @@ impl Simulation {
         let router = Router::new(cfg.router_mode, router_cfg, targets, launch.engine.block_size(), mix64(cfg.seed ^ pool_index as u64));
         let emit_events = router.wants_kv_events();
         for w in 0..workers {
+            let group = self.workers.len();
+            let start = self.ranks.len();
             for dp in 0..launch.dp_size {
                 let engine = Engine::new(&launch.engine, dp, emit_events)?;
-                self.ranks.push(Rank { engine, pool: pool_index, worker: w, busy: false, pending: PassOutput::default(), reservations: Vec::new(), arrived: Vec::new() });
+                self.ranks.push(Rank {
+                    engine,
+                    pool: pool_index,
+                    worker: w,
+                    group,
+                    stepped: false,
+                    pending: PassOutput::default(),
+                    reservations: Vec::new(),
+                    arrived: Vec::new(),
+                });
                 self.recorder.add_rank(role.name(), w, dp);
             }
+            self.workers.push(Worker { ranks: start..self.ranks.len(), busy: false });
         }
         self.pools.push(Pool {
             role,
             router,
             first_rank,
+            workers: workers as usize,
+            dp_size: launch.dp_size as usize,
             block_size: launch.engine.block_size(),
             max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(u64::MAX, u64::from),
             args: launch.engine.clone(),
@@ -268,7 +309,7 @@ impl Simulation {
             while self.events.peek().is_some_and(|e| e.0.at_ms <= t) {
                 let Reverse(e) = self.events.pop().expect("peeked");
                 match e.kind {
-                    EventKind::PassEnd { rank } => self.complete_pass(rank as usize, t),
+                    EventKind::PassEnd { worker } => self.complete_epoch(worker as usize, t),
                     EventKind::TransferDone { request, rank } => self.transfer_done(request, rank as usize),
                 }
             }
@@ -284,9 +325,10 @@ impl Simulation {
                     self.route(0, i);
                 }
             }
-            for r in 0..self.ranks.len() {
-                if !self.ranks[r].busy && self.ranks[r].engine.has_work() {
-                    self.start_pass(r, t);
+            for w in 0..self.workers.len() {
+                let idle = !self.workers[w].busy;
+                if idle && self.workers[w].ranks.clone().any(|r| self.ranks[r].engine.has_work()) {
+                    self.start_epoch(w, t);
                 }
             }
         }
@@ -315,7 +357,7 @@ impl Simulation {
         };
         let query = RouteQuery { id: i as u64, prompt_tokens: req.prompt.len() as u32, block_hashes: &hashes, full_blocks: full };
         let placement = p.router.route(&query);
-        let rank = p.first_rank + placement.target;
+        let rank = p.rank_of(placement.target);
         if p.role == Role::Prefill {
             req.max_output = 1;
         } else {
@@ -326,7 +368,7 @@ impl Simulation {
 
     /// A prompt's KV reached its decode rank; a busy rank takes it at its next boundary.
     fn transfer_done(&mut self, i: u32, rank: usize) {
-        if self.ranks[rank].busy {
+        if self.busy(rank) {
             self.ranks[rank].arrived.push(i);
         } else {
             self.activate(i, rank);
@@ -341,28 +383,52 @@ impl Simulation {
         }
     }
 
-    fn start_pass(&mut self, r: usize, now: f64) {
-        let rank = &mut self.ranks[r];
-        let out = rank.engine.step(now);
-        let progressed = out.scheduled_tokens > 0 || !out.finished.is_empty() || !out.preempted.is_empty() || !out.tokens.is_empty();
-        let end = now + duration_ms(out.duration);
-        rank.pending.clone_from(out);
-        if !progressed {
-            // A pass that changes nothing would repeat forever: end the rank's requests
-            // with the reason instead of hanging.
-            let stuck = rank.engine.abandon("no pass could make progress");
-            rank.pending.finished.extend(stuck);
+    fn busy(&self, rank: usize) -> bool {
+        self.workers[self.ranks[rank].group].busy
+    }
+
+    /// Every rank of worker `w` with work computes a pass; the worker is busy until the
+    /// slowest one ends.
+    fn start_epoch(&mut self, w: usize, now: f64) {
+        let mut longest = Duration::ZERO;
+        for r in self.workers[w].ranks.clone() {
+            let rank = &mut self.ranks[r];
+            if !rank.engine.has_work() {
+                continue;
+            }
+            let out = rank.engine.step(now);
+            let progressed = out.scheduled_tokens > 0 || !out.finished.is_empty() || !out.preempted.is_empty() || !out.tokens.is_empty();
+            longest = longest.max(out.duration);
+            rank.pending.clone_from(out);
+            if !progressed {
+                // A pass that changes nothing would repeat forever: end the rank's requests
+                // with the reason instead of hanging.
+                let stuck = rank.engine.abandon("no pass could make progress");
+                rank.pending.finished.extend(stuck);
+            }
+            rank.stepped = true;
         }
-        rank.busy = true;
-        self.push(end, EventKind::PassEnd { rank: r as u32 });
+        self.workers[w].busy = true;
+        self.push(now + duration_ms(longest), EventKind::PassEnd { worker: w as u32 });
+    }
+
+    fn complete_epoch(&mut self, w: usize, t: f64) {
+        self.workers[w].busy = false;
+        for r in self.workers[w].ranks.clone() {
+            if std::mem::take(&mut self.ranks[r].stepped) {
+                self.complete_pass(r, t);
+            }
+        }
+        for r in self.workers[w].ranks.clone() {
+            self.apply_reservations(r, t);
+        }
     }
 
     fn complete_pass(&mut self, r: usize, t: f64) {
-        self.ranks[r].busy = false;
         let out = std::mem::take(&mut self.ranks[r].pending);
         let pool = self.ranks[r].pool;
         let role = self.pools[pool].role;
-        let target = r - self.pools[pool].first_rank;
+        let target = self.pools[pool].target_of(r);
         self.recorder.rank_metrics(r, t, &out.metrics);
         self.pools[pool].router.apply_events(target, &out.kv_events);
         self.collector.committed_prefill_tokens += out.committed_prefill_tokens;
@@ -393,7 +459,6 @@ impl Simulation {
         let mut out = out;
         out.clear();
         self.ranks[r].pending = out;
-        self.apply_reservations(r, t);
         // Lifecycle edges may have freed a target: dispatch the router's queue.
         while !self.pools[pool].queued.is_empty() && !self.pools[pool].router.all_busy(self.pools[pool].max_num_batched_tokens) {
             let i = self.pools[pool].queued.pop_front().expect("non-empty");
@@ -409,8 +474,8 @@ impl Simulation {
         let p = &mut self.pools[decode_pool];
         let (hashes, full) = prompt_hashes(&req, p.block_size, &mut self.scratch);
         let placement = p.router.route(&RouteQuery { id: i as u64, prompt_tokens: req.prompt.len() as u32, block_hashes: &hashes, full_blocks: full });
-        let rank = p.first_rank + placement.target;
-        if self.ranks[rank].busy {
+        let rank = p.rank_of(placement.target);
+        if self.busy(rank) {
             self.ranks[rank].reservations.push(i);
         } else {
             self.start_transfer(i, rank, t);
