@@ -1,7 +1,7 @@
 //! `servesim`: replay Dynamo cases, run servesim scenarios, benchmark.
 
 use clap::{Parser, Subcommand};
-use servesim_sim::replay::Case;
+use servesim_sim::replay::{load_profiles, Case};
 use servesim_sim::scenario::{Scenario, WorkloadSpec};
 use servesim_sim::workload::mooncake;
 use servesim_sim::{RunReport, SimError, Simulation};
@@ -64,6 +64,10 @@ fn read(path: &Path) -> Result<String, SimError> {
     std::fs::read_to_string(path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))
 }
 
+fn read_bytes(path: &Path) -> Result<Vec<u8>, SimError> {
+    std::fs::read(path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))
+}
+
 fn relative(base: &Path, p: &str) -> PathBuf {
     base.parent().unwrap_or(Path::new(".")).join(p)
 }
@@ -79,7 +83,8 @@ fn output(report: RunReport, timeseries: Option<&Path>) -> Result<String, SimErr
 
 fn replay(case_path: &Path) -> Result<RunReport, SimError> {
     let case = Case::from_json_str(&read(case_path)?, &case_path.display().to_string())?;
-    let cfg = case.config()?;
+    let mut cfg = case.config()?;
+    load_profiles(&mut cfg, &mut |p| read_bytes(&relative(case_path, p)))?;
     let trace_path = relative(case_path, &case.trace);
     let workload = mooncake::parse(&read(&trace_path)?, case.trace_block_size(), &trace_path.display().to_string())?;
     Ok(Simulation::new(&cfg, workload)?.run())
@@ -87,7 +92,8 @@ fn replay(case_path: &Path) -> Result<RunReport, SimError> {
 
 fn run(path: &Path) -> Result<RunReport, SimError> {
     let scenario = Scenario::from_json_str(&read(path)?).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
-    let cfg = scenario.config()?;
+    let mut cfg = scenario.config()?;
+    load_profiles(&mut cfg, &mut |p| read_bytes(&relative(path, p)))?;
     let workload = match &scenario.workload {
         WorkloadSpec::Synthetic(spec) => spec.generate()?,
         WorkloadSpec::Trace { path: Some(p), trace_block_size, .. } => {

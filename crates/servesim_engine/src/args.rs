@@ -130,6 +130,13 @@ pub struct EngineArgs {
     pub timing_model: TimingModel,
     #[serde(default)]
     pub sglang: Option<SglangArgs>,
+    /// Path of a planner profile (NPZ) timing the passes, as with Dynamo's
+    /// `--planner-profile-data`; same as an external `dynamo_profile` timing model.
+    #[serde(default)]
+    pub planner_profile_data: Option<String>,
+    /// The profile's contents, loaded by the caller (the engine reads no files).
+    #[serde(skip)]
+    pub profile: Option<std::sync::Arc<crate::perf::interpolated::Profile>>,
 }
 
 /// The whole launch configuration (`extra_engine_args` of Dynamo's replay).
@@ -239,6 +246,15 @@ impl EngineArgs {
         }
     }
 
+    /// The NPZ profile this engine is timed by, if any (relative paths are the caller's to
+    /// resolve).
+    pub fn profile_path(&self) -> Option<&str> {
+        match &self.timing_model {
+            TimingModel::External { config, .. } => config.get("path").and_then(|p| p.as_str()),
+            _ => self.planner_profile_data.as_deref(),
+        }
+    }
+
     pub fn sglang(&self) -> SglangArgs {
         self.sglang.clone().unwrap_or_default()
     }
@@ -273,6 +289,16 @@ impl EngineArgs {
         if let TimingModel::Fixed { prefill_ms, decode_ms } = self.timing_model {
             if !(prefill_ms.is_finite() && prefill_ms >= 0.0 && decode_ms.is_finite() && decode_ms >= 0.0) {
                 return err("engine.timing_model: prefill_ms and decode_ms must be finite and non-negative");
+            }
+        }
+        if let TimingModel::External { provider, config } = &self.timing_model {
+            if provider != "dynamo_profile" {
+                return Err(ArgsError(format!(
+                    "engine.timing_model.provider: unknown provider `{provider}`, expected `dynamo_profile`"
+                )));
+            }
+            if !config.get("path").is_some_and(|p| p.is_string()) {
+                return err("engine.timing_model.config.path: a dynamo_profile model needs the path of its NPZ profile");
             }
         }
         if let Some(sg) = &self.sglang {
@@ -344,5 +370,20 @@ mod tests {
         assert_eq!(a.kv_bytes_per_token, Some(131072));
         let e = EngineArgs::from_json(&json!({"timing_model": {"type": "fixed"}})).unwrap_err();
         assert!(e.0.contains("prefill_ms"), "{e}");
+    }
+
+    #[test]
+    fn profiles_are_named_two_ways() {
+        let a = EngineArgs::from_json(&json!({"timing_model": {"type": "external", "provider": "dynamo_profile", "config": {"path": "p.npz"}}})).unwrap();
+        assert_eq!(a.profile_path(), Some("p.npz"));
+        let a = EngineArgs::from_json(&json!({"planner_profile_data": "q.npz"})).unwrap();
+        assert_eq!(a.profile_path(), Some("q.npz"));
+        let e = EngineArgs::from_json(&json!({"timing_model": {"type": "external", "provider": "aic", "config": {}}})).unwrap_err();
+        assert!(e.0.contains("engine.timing_model.provider") && e.0.contains("`aic`"), "{e}");
+        let e = EngineArgs::from_json(&json!({"timing_model": {"type": "external", "provider": "dynamo_profile"}})).unwrap_err();
+        assert!(e.0.contains("engine.timing_model.config.path"), "{e}");
+        // Unloaded, the engine refuses to guess a timing.
+        let e = crate::perf::PassTimer::from_args(&a).unwrap_err();
+        assert!(e.0.contains("q.npz") && e.0.contains("not loaded"), "{e}");
     }
 }

@@ -19,6 +19,7 @@ const MUST_MATCH: &[&str] = &[
     "sglang-prefix",
     "sglang-fixed-timing",
     "sglang-pressure",
+    "vllm-npz-profile",
 ];
 
 const SUMMARY_KEYS: &[&str] = &[
@@ -34,7 +35,9 @@ fn cases_dir() -> PathBuf {
 fn run_case(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap();
     let case = Case::from_json_str(&text, &path.display().to_string()).unwrap();
-    let cfg = case.config().unwrap();
+    let mut cfg = case.config().unwrap();
+    let dir = path.parent().unwrap().to_path_buf();
+    servesim_sim::replay::load_profiles(&mut cfg, &mut |p| Ok(std::fs::read(dir.join(p)).unwrap())).unwrap();
     let trace_path = path.parent().unwrap().join(&case.trace);
     let trace = std::fs::read_to_string(&trace_path).unwrap();
     let workload = mooncake::parse(&trace, case.trace_block_size(), "trace").unwrap();

@@ -5,11 +5,14 @@
 //! `Duration::div_f64`; the reference does exactly this, and near-ties at the nanosecond
 //! decide event order.
 
+pub mod interpolated;
 mod polynomial;
 
 pub use polynomial::Polynomial;
 
 use crate::args::{EngineArgs, TimingModel};
+use interpolated::Profile;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A latency model for one engine rank.
@@ -18,6 +21,8 @@ pub enum PerfModel {
     Polynomial(Polynomial),
     /// A constant time per pass that prefills and per pass that decodes.
     Fixed { prefill_ms: f64, decode_ms: f64 },
+    /// Interpolated from a measured profile.
+    Interpolated(Arc<Profile>),
 }
 
 impl PerfModel {
@@ -30,6 +35,7 @@ impl PerfModel {
         match self {
             PerfModel::Polynomial(p) => p.prefill_ms(batch * isl.saturating_sub(prefix)),
             PerfModel::Fixed { prefill_ms, .. } => *prefill_ms,
+            PerfModel::Interpolated(p) => p.prefill_ms(batch, isl, prefix),
         }
     }
 
@@ -42,6 +48,7 @@ impl PerfModel {
         match self {
             PerfModel::Polynomial(p) => p.decode_ms(active_kv, total_kv),
             PerfModel::Fixed { decode_ms, .. } => *decode_ms,
+            PerfModel::Interpolated(p) => p.decode_ms(batch, active_kv),
         }
     }
 }
@@ -63,16 +70,19 @@ impl PassTimer {
     }
 
     pub fn from_args(args: &EngineArgs) -> Result<Self, crate::args::ArgsError> {
-        let model = match &args.timing_model {
-            TimingModel::Polynomial => PerfModel::Polynomial(Polynomial),
-            TimingModel::Fixed { prefill_ms, decode_ms } => {
+        let model = match (&args.timing_model, args.profile_path()) {
+            (_, Some(path)) => match &args.profile {
+                Some(p) => PerfModel::Interpolated(p.clone()),
+                None => {
+                    return Err(crate::args::ArgsError(format!(
+                        "engine.timing_model: the profile `{path}` was not loaded (the caller reads it and sets `profile`)"
+                    )));
+                }
+            },
+            (TimingModel::Fixed { prefill_ms, decode_ms }, None) => {
                 PerfModel::Fixed { prefill_ms: *prefill_ms, decode_ms: *decode_ms }
             }
-            TimingModel::External { provider, .. } => {
-                return Err(crate::args::ArgsError(format!(
-                    "engine.timing_model: external provider `{provider}` is not supported yet"
-                )));
-            }
+            _ => PerfModel::Polynomial(Polynomial),
         };
         Ok(PassTimer::new(model, args.speedup_ratio, args.decode_speedup_ratio))
     }
