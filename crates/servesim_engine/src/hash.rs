@@ -9,6 +9,10 @@ pub const HASH_SEED: u64 = 1337;
 /// Hashes a block's tokens, serialised as little-endian u32 (the "local" or tokens hash).
 /// `scratch` is reused across calls to avoid an allocation per block.
 pub fn block_hash(tokens: &[u32], scratch: &mut Vec<u8>) -> u64 {
+    if cfg!(target_endian = "little") {
+        // The in-memory bytes already are the little-endian serialisation.
+        return xxh3_64_with_seed(bytemuck::cast_slice(tokens), HASH_SEED);
+    }
     scratch.clear();
     for t in tokens {
         scratch.extend_from_slice(&t.to_le_bytes());

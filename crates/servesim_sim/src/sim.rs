@@ -438,12 +438,27 @@ impl Simulation {
             self.collector.admit(a.id as u32, reused, a.readmission);
         }
         if role != Role::Prefill {
+            self.recorder.tokens(t, out.tokens.len() as u64);
+            // Requests decoding pass after pass share their gap: fold gaps in runs.
+            let mut run: Option<(f64, u64)> = None;
             for &id in &out.tokens {
                 let (gap, ttft) = self.collector.token(id as u32, t);
-                self.recorder.token(t, gap, ttft);
-                if ttft.is_some() {
+                if let Some(ttft) = ttft {
+                    self.recorder.first_token(t, ttft);
                     self.pools[pool].router.prefill_done(id);
                 }
+                let Some(gap) = gap else { continue };
+                match &mut run {
+                    Some((g, n)) if *g == gap => *n += 1,
+                    _ => {
+                        if let Some((g, n)) = run.replace((gap, 1)) {
+                            self.fold_gaps(t, g, n);
+                        }
+                    }
+                }
+            }
+            if let Some((g, n)) = run {
+                self.fold_gaps(t, g, n);
             }
         }
         for f in &out.finished {
@@ -525,6 +540,11 @@ impl Simulation {
             _ => 0.0,
         };
         self.push(t + delay, EventKind::TransferDone { request: i, rank: rank as u32 });
+    }
+
+    fn fold_gaps(&mut self, t: f64, gap: f64, n: u64) {
+        self.collector.gaps(gap, n);
+        self.recorder.gaps(t, gap, n);
     }
 
     fn finish_request(&mut self, i: u32, status: Status, reason: Option<String>) {

@@ -11,7 +11,6 @@
 
 use super::events::{EventSink, KvEventData, StoredBlock};
 use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 
 pub type SlotId = u32;
 const NIL: SlotId = SlotId::MAX;
@@ -23,6 +22,8 @@ struct Slot {
     cached: bool,
     prev: SlotId,
     next: SlotId,
+    /// The next younger visible copy of the same hash.
+    next_copy: SlotId,
 }
 
 #[derive(Debug)]
@@ -33,15 +34,16 @@ pub struct BlockPool {
     lru_head: SlotId,
     lru_tail: SlotId,
     inactive: u32,
-    /// Cache-visible copies of each hash, oldest first; lookups use the oldest.
-    copies: FxHashMap<u64, SmallVec<[SlotId; 1]>>,
+    /// The oldest cache-visible copy of each hash (lookups use it); younger copies chain
+    /// from it through `next_copy`.
+    copies: FxHashMap<u64, SlotId>,
     pub events: EventSink,
     evicted: Vec<u64>,
 }
 
 impl BlockPool {
     pub fn new(capacity: u32, events: EventSink) -> Self {
-        let empty = Slot { hash: 0, refs: 0, cached: false, prev: NIL, next: NIL };
+        let empty = Slot { hash: 0, refs: 0, cached: false, prev: NIL, next: NIL, next_copy: NIL };
         BlockPool {
             slots: vec![empty; capacity as usize],
             // Popped from the back: slot 0 is handed out first.
@@ -74,7 +76,7 @@ impl BlockPool {
 
     /// The slot a prefix hit on `hash` would pin, if the hash is cache-visible.
     pub fn lookup(&self, hash: u64) -> Option<SlotId> {
-        self.copies.get(&hash).map(|c| c[0])
+        self.copies.get(&hash).copied()
     }
 
     pub fn is_held(&self, slot: SlotId) -> bool {
@@ -116,6 +118,7 @@ impl BlockPool {
     /// sequence hash of the block before `run[0]`. Announces each maximal group of blocks whose
     /// hash had no visible copy as one `Stored` event.
     pub fn register_run(&mut self, parent: Option<u64>, run: &[(SlotId, u64, u64)]) {
+        let announce = self.events.enabled;
         let mut group: Vec<StoredBlock> = Vec::new();
         let mut group_parent = parent;
         let mut prev = parent;
@@ -124,9 +127,25 @@ impl BlockPool {
             debug_assert!(!slot.cached && slot.refs > 0, "registering a block that is not private");
             slot.cached = true;
             slot.hash = hash;
-            let copies = self.copies.entry(hash).or_default();
-            copies.push(s);
-            if copies.len() == 1 {
+            slot.next_copy = NIL;
+            let first = match self.copies.entry(hash) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(s);
+                    true
+                }
+                std::collections::hash_map::Entry::Occupied(o) => {
+                    let mut c = *o.get();
+                    while self.slots[c as usize].next_copy != NIL {
+                        c = self.slots[c as usize].next_copy;
+                    }
+                    self.slots[c as usize].next_copy = s;
+                    false
+                }
+            };
+            if !announce {
+                continue;
+            }
+            if first {
                 if group.is_empty() {
                     group_parent = prev;
                 }
@@ -162,16 +181,25 @@ impl BlockPool {
         let s = self.lru_head;
         debug_assert!(s != NIL, "evicting from an empty LRU");
         self.unlink(s);
-        let hash = self.slots[s as usize].hash;
+        let Slot { hash, next_copy, .. } = self.slots[s as usize];
         self.slots[s as usize].cached = false;
-        if let Some(c) = self.copies.get_mut(&hash) {
-            c.retain(|x| *x != s);
-            if c.is_empty() {
+        let head = self.copies[&hash];
+        if head == s {
+            if next_copy == NIL {
+                // The last copy is gone: the router must forget the block.
                 self.copies.remove(&hash);
                 if self.events.enabled {
                     self.evicted.push(hash);
                 }
+            } else {
+                self.copies.insert(hash, next_copy);
             }
+        } else {
+            let mut c = head;
+            while self.slots[c as usize].next_copy != s {
+                c = self.slots[c as usize].next_copy;
+            }
+            self.slots[c as usize].next_copy = next_copy;
         }
         s
     }

@@ -71,6 +71,7 @@ pub struct VllmCore {
     preemptions_total: u64,
     chunks: Vec<Chunk>,
     scratch: (Vec<u32>, Vec<u8>),
+    run_scratch: Vec<(SlotId, u64, u64)>,
     out: PassOutput,
 }
 
@@ -101,6 +102,7 @@ impl VllmCore {
             preemptions_total: 0,
             chunks: Vec::new(),
             scratch: (Vec::new(), Vec::new()),
+            run_scratch: Vec::new(),
             out: PassOutput::default(),
         })
     }
@@ -312,7 +314,9 @@ impl VllmCore {
         }
         let target_blocks = self.blocks_for(before + desired);
 
-        loop {
+        // Most decode steps need no new block.
+        let covered = !from_waiting && self.seq(s).blocks.len() as u32 >= target_blocks;
+        while !covered {
             let seq = self.seqs[s as usize].as_mut().expect("live sequence");
             let held = seq.blocks.len() as u32;
             let ok = if held == 0 {
@@ -340,7 +344,6 @@ impl VllmCore {
         }
 
         let bs = self.cfg.block_size;
-        let mut scratch = std::mem::take(&mut self.scratch);
         let seq = self.seqs[s as usize].as_mut().expect("live sequence");
         if let Some(h) = hit {
             seq.visible = h.slots.len() as u32;
@@ -348,16 +351,15 @@ impl VllmCore {
         seq.num_computed = before + desired;
         let full = seq.num_computed / bs;
         if self.cfg.prefix_caching && full > seq.visible {
-            let run: Vec<(SlotId, u64, u64)> = (seq.visible..full)
-                .map(|b| {
-                    let (hash, local) = seq.block_hashes(b, bs, &mut scratch);
-                    (seq.blocks[b as usize], hash, local)
-                })
-                .collect();
-            self.pool.register_run(seq.parent_of(seq.visible), &run);
+            let run = &mut self.run_scratch;
+            run.clear();
+            for b in seq.visible..full {
+                let (hash, local) = seq.block_hashes(b, bs, &mut self.scratch);
+                run.push((seq.blocks[b as usize], hash, local));
+            }
+            self.pool.register_run(seq.parent_of(seq.visible), run);
             seq.visible = full;
         }
-        self.scratch = scratch;
         let chunk = Chunk {
             seq: s,
             tokens: desired,

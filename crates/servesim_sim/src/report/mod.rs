@@ -87,19 +87,15 @@ impl Collector {
         r.first_admission_reused_tokens.get_or_insert(reused);
     }
 
-    /// A token at `t`; returns (gap since the previous token, TTFT if it is the first).
+    /// A token at `t`; returns (gap since the previous token, TTFT if it is the first). The
+    /// caller folds gaps into the ITL distributions with [`Collector::gaps`].
     pub fn token(&mut self, i: u32, t: f64) -> (Option<f64>, Option<f64>) {
         let r = &mut self.records[i as usize];
         let mut out = (None, None);
         if let Some(prev) = r.last_token_ms {
             out.0 = Some(t - prev);
-            let gap = t - prev;
             if r.output_tokens == 1 {
-                r.ttst_ms = Some(gap);
-            }
-            self.itl.add(gap);
-            if gap > 0.0 {
-                self.per_user_tps.add(1000.0 / gap);
+                r.ttst_ms = Some(t - prev);
             }
         } else {
             r.first_token_ms = Some(t);
@@ -108,6 +104,14 @@ impl Collector {
         r.last_token_ms = Some(t);
         r.output_tokens += 1;
         out
+    }
+
+    /// `n` inter-token gaps of `gap` ms.
+    pub fn gaps(&mut self, gap: f64, n: u64) {
+        self.itl.add_n(gap, n);
+        if gap > 0.0 {
+            self.per_user_tps.add_n(1000.0 / gap, n);
+        }
     }
 
     pub fn finish(&mut self, i: u32, t: f64, status: Status, reason: Option<String>) {

@@ -2,12 +2,16 @@
 //! percentiles from one, so servesim does too (bins of ratio γ = 1.001 / 0.999, the value of
 //! bin i reported as 2γ^i / (γ + 1)).
 
-use std::collections::BTreeMap;
-
+/// Counts per bin in a dense array starting at bin `offset`; inter-token gaps and per-user
+/// rates span a few thousand bins at most.
 #[derive(Clone, Debug, Default)]
 pub struct DdSketch {
-    bins: BTreeMap<i32, u64>,
+    bins: Vec<u64>,
+    offset: i32,
     count: u64,
+    /// The last value added and its bin: the requests of one pass share their gap, so most
+    /// additions repeat the previous value and skip the logarithm.
+    memo: Option<(f64, i32)>,
 }
 
 const ALPHA: f64 = 0.001;
@@ -18,12 +22,36 @@ fn gamma() -> f64 {
 
 impl DdSketch {
     pub fn add(&mut self, x: f64) {
-        if !(x > 0.0) || !x.is_finite() {
+        self.add_n(x, 1);
+    }
+
+    /// Adds `n` copies of `x`.
+    pub fn add_n(&mut self, x: f64, n: u64) {
+        if !(x > 0.0) || !x.is_finite() || n == 0 {
             return;
         }
-        let i = (x.ln() / gamma().ln()).ceil() as i32;
-        *self.bins.entry(i).or_insert(0) += 1;
-        self.count += 1;
+        let i = match self.memo {
+            Some((v, i)) if v == x => i,
+            _ => {
+                let i = (x.ln() / gamma().ln()).ceil() as i32;
+                self.memo = Some((x, i));
+                i
+            }
+        };
+        if self.bins.is_empty() {
+            self.offset = i;
+        }
+        if i < self.offset {
+            let grow = (self.offset - i) as usize;
+            self.bins.splice(0..0, std::iter::repeat_n(0, grow));
+            self.offset = i;
+        }
+        let k = (i - self.offset) as usize;
+        if k >= self.bins.len() {
+            self.bins.resize(k + 1, 0);
+        }
+        self.bins[k] += n;
+        self.count += n;
     }
 
     pub fn count(&self) -> u64 {
@@ -37,11 +65,11 @@ impl DdSketch {
         }
         let rank = ((self.count - 1) as f64 * q).round() as u64;
         let mut seen = 0;
-        for (&i, &c) in &self.bins {
+        for (k, &c) in self.bins.iter().enumerate() {
             seen += c;
             if seen > rank {
                 let g = gamma();
-                return Some(2.0 * g.powi(i) / (g + 1.0));
+                return Some(2.0 * g.powi(self.offset + k as i32) / (g + 1.0));
             }
         }
         None

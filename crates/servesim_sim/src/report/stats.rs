@@ -24,20 +24,25 @@ pub struct Sketched {
 }
 
 impl Sketched {
-    pub fn add(&mut self, x: f64) {
+    /// Adds `n` copies of `x` (the tokens of one pass mostly share their gap).
+    pub fn add_n(&mut self, x: f64, n: u64) {
+        if n == 0 {
+            return;
+        }
         if self.n == 0 {
             self.min = x;
             self.max = x;
         }
-        self.n += 1;
-        self.sum += x;
-        // Welford.
+        // Welford, merging a group of n equal values.
+        let total = self.n + n;
         let d = x - self.mean;
-        self.mean += d / self.n as f64;
-        self.sum_sq_dev += d * (x - self.mean);
+        self.mean += d * n as f64 / total as f64;
+        self.sum_sq_dev += d * d * (self.n as f64 * n as f64) / total as f64;
+        self.n = total;
+        self.sum += x * n as f64;
         self.min = self.min.min(x);
         self.max = self.max.max(x);
-        self.sketch.add(x);
+        self.sketch.add_n(x, n);
     }
 
     pub fn write(&self, out: &mut Map<String, Value>, name: &str) {

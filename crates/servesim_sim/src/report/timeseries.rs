@@ -89,15 +89,17 @@ impl Recorder {
         &mut self.cluster[k]
     }
 
-    pub fn token(&mut self, t_ms: f64, gap_ms: Option<f64>, ttft_ms: Option<f64>) {
-        let w = self.cluster_at(t_ms);
-        w.output_tokens += 1;
-        if let Some(g) = gap_ms {
-            w.itl.add(g);
-        }
-        if let Some(t) = ttft_ms {
-            w.ttft.add(t);
-        }
+    /// A pass end at `t_ms` emitted `tokens` tokens.
+    pub fn tokens(&mut self, t_ms: f64, tokens: u64) {
+        self.cluster_at(t_ms).output_tokens += tokens;
+    }
+
+    pub fn gaps(&mut self, t_ms: f64, gap_ms: f64, n: u64) {
+        self.cluster_at(t_ms).itl.add_n(gap_ms, n);
+    }
+
+    pub fn first_token(&mut self, t_ms: f64, ttft_ms: f64) {
+        self.cluster_at(t_ms).ttft.add(ttft_ms);
     }
 
     pub fn completed(&mut self, t_ms: f64, input_tokens: u32) {
