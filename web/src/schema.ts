@@ -36,6 +36,7 @@ const synthetic = (s: JsonObject) => getPath(s, 'workload.type') === 'synthetic'
 const trace = (s: JsonObject) => getPath(s, 'workload.type') === 'trace';
 const sglang = (s: JsonObject) => getPath(s, 'engine.backend') === 'sglang';
 const timing = (t: string) => (s: JsonObject) => getPath(s, 'engine.timing_model.type') === t;
+const kvRouter = (s: JsonObject) => getPath(s, 'cluster.router_mode') === 'kv_router';
 const disagg = (s: JsonObject) =>
   Number(getPath(s, 'cluster.num_prefill_workers') ?? 0) > 0 || Number(getPath(s, 'cluster.num_decode_workers') ?? 0) > 0;
 
@@ -79,15 +80,17 @@ export const CLUSTER: Section = {
   id: 'cluster',
   title: 'Cluster',
   fields: [
-    { path: 'cluster.num_workers', label: 'Workers', kind: 'int', min: 1, max: 4096, help: 'Aggregated workers (prefill and decode on each)' },
+    { path: 'cluster.num_workers', label: 'Workers', kind: 'int', min: 1, max: 4096, help: 'Aggregated workers (prefill and decode on each); unused when both pools below are set' },
     {
       path: 'cluster.router_mode',
       label: 'Router',
       kind: 'enum',
       options: opts(['round_robin', 'round robin'], ['random', 'random'], ['kv_router', 'KV-aware']),
     },
+    { path: 'cluster.router_config.overlap_score_credit', label: 'Overlap credit', kind: 'float', min: 0, fallback: 1, when: kvRouter, help: 'Weight of cached-prefix overlap in the KV router\'s cost' },
+    { path: 'cluster.router_config.router_temperature', label: 'Router temperature', kind: 'float', min: 0, fallback: 0, when: kvRouter, help: '0 = lowest cost; > 0 = softmax sampling' },
     { path: 'dp_size', label: 'DP ranks per worker', kind: 'int', min: 1, max: 1024 },
-    { path: 'cluster.num_prefill_workers', label: 'Prefill workers', kind: 'int', min: 0, max: 4096, fallback: 0, help: 'Disaggregated: 0 = aggregated serving' },
+    { path: 'cluster.num_prefill_workers', label: 'Prefill workers', kind: 'int', min: 0, max: 4096, fallback: 0, help: 'Disaggregated serving when both pools are > 0' },
     { path: 'cluster.num_decode_workers', label: 'Decode workers', kind: 'int', min: 0, max: 4096, fallback: 0 },
     { path: 'engine.kv_transfer_bandwidth', label: 'KV transfer bandwidth', kind: 'float', unit: 'GB/s', min: 0, nullable: 'none', help: 'Prefill → decode; 0 or empty = no delay' },
     {
