@@ -36,12 +36,12 @@ pub struct Sequence {
 impl Sequence {
     pub fn new(req: Request) -> Self {
         Sequence {
+            blocks: Vec::with_capacity(req.prompt.len() / 16 + 4),
             id: req.id,
             prompt: req.prompt,
             max_output: req.max_output,
             generated: 0,
             num_computed: 0,
-            blocks: Vec::new(),
             hashes: Vec::new(),
             visible: 0,
             admissions: 0,
@@ -75,24 +75,28 @@ impl Sequence {
     pub fn token(&self, i: u32) -> u32 {
         match self.prompt.get(i as usize) {
             Some(&t) => t,
-            None => mix64(self.id.wrapping_mul(0x1_0000_0001).wrapping_add(i as u64)) as u32,
+            // A Weyl sequence from a per-request seed: cheap, and distinct across requests.
+            None => (mix64(self.id).wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 32) as u32,
         }
     }
 
     /// (sequence hash, local hash) of full block `i`; `i` must be below `len() / bs`.
     pub fn block_hashes(&mut self, i: u32, bs: u32, scratch: &mut (Vec<u32>, Vec<u8>)) -> (u64, u64) {
+        if self.hashes.is_empty() {
+            // Every block the request will ever fill, so the chain never reallocates.
+            self.hashes.reserve_exact(((self.prompt.len() as u32 + self.max_output) / bs) as usize + 1);
+        }
         while self.hashes.len() as u32 <= i {
             let b = self.hashes.len() as u32;
-            let (toks, bytes) = scratch;
-            toks.clear();
-            let start = b * bs;
-            let prompt_end = self.prompt.len() as u32;
-            if start + bs <= prompt_end {
-                toks.extend_from_slice(&self.prompt[start as usize..(start + bs) as usize]);
+            let (start, end) = ((b * bs) as usize, ((b + 1) * bs) as usize);
+            let (toks, bytes) = &mut *scratch;
+            let local = if end <= self.prompt.len() {
+                block_hash(&self.prompt[start..end], bytes)
             } else {
-                toks.extend((start..start + bs).map(|p| self.token(p)));
-            }
-            let local = block_hash(toks, bytes);
+                toks.clear();
+                toks.extend((start..end).map(|p| self.token(p as u32)));
+                block_hash(toks, bytes)
+            };
             let parent = self.hashes.last().map(|h| h.0);
             self.hashes.push((sequence_hash(parent, local), local));
         }
