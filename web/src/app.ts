@@ -71,7 +71,7 @@ export async function hashFor(scenario: JsonObject, defaults: JsonObject): Promi
 }
 
 /**
- * The time-series window to ask for: automatic (about 120 windows) unless the scenario sets
+ * The time-series window to ask for: automatic (about 80 windows) unless the scenario sets
  * its own `timeseries_interval_ms`.
  */
 export function intervalFor(scenario: JsonObject, defaults: JsonObject): number | undefined {

@@ -49,16 +49,19 @@ class Chart {
     return Math.max(240, Math.floor(this.host.clientWidth - 4));
   }
 
-  draw(data: uPlot.AlignedData, series: SeriesSpec[], opts: { xLabel: string; yLabel: string; y2Label?: string; yRange?: [number, number] }): void {
+  draw(data: uPlot.AlignedData, series: SeriesSpec[], opts: { xLabel: string; yLabel: string; y2Label?: string; yRange?: [number, number]; counts?: boolean }): void {
     this.plot?.destroy();
+    const values = (_u: uPlot, splits: number[]) => splits.map(compact);
     const axes: uPlot.Axis[] = [
-      { label: opts.xLabel, labelSize: 18, size: 34 },
-      { label: opts.yLabel, labelSize: 18, size: 56 },
+      { label: opts.xLabel, labelSize: 16, size: 32, values },
+      { label: opts.yLabel, labelSize: 16, size: 52, values },
     ];
     const scales: uPlot.Scales = { x: { time: false } };
     if (opts.yRange) scales.y = { range: opts.yRange };
+    // Counts start at 0 and show at least 0..1 even when flat.
+    else if (opts.counts) scales.y = { range: (_u, _min, max) => [0, Math.max(1, Math.ceil(max * 1.1))] };
     if (opts.y2Label) {
-      axes.push({ label: opts.y2Label, scale: 'y2', side: 1, grid: { show: false }, labelSize: 18, size: 56 });
+      axes.push({ label: opts.y2Label, scale: 'y2', side: 1, grid: { show: false }, labelSize: 16, size: 52, values });
       scales.y2 = {};
     }
     const useSeries: uPlot.Series[] = [
@@ -84,6 +87,16 @@ class Chart {
     this.plot?.destroy();
     this.plot = null;
   }
+}
+
+/** Axis labels: 1.5k, 150k, 2.5M; small numbers as they are. */
+export function compact(v: number): string {
+  if (v == null || !Number.isFinite(v)) return '';
+  const a = Math.abs(v);
+  if (a >= 1e6) return `${+(v / 1e6).toFixed(1)}M`;
+  if (a >= 1e4) return `${+(v / 1e3).toFixed(0)}k`;
+  if (a >= 1e3) return `${+(v / 1e3).toFixed(1)}k`;
+  return String(+v.toPrecision(4));
 }
 
 function join(tables: Table[]): uPlot.AlignedData {
@@ -157,6 +170,7 @@ export class Charts {
     }
 
     const perRank = (id: string, column: string, yLabel: string, yRange?: [number, number]) => {
+      const counts = yRange === undefined;
       const tables: Table[] = [];
       const series: SeriesSpec[] = [];
       for (const run of runs) {
@@ -169,7 +183,7 @@ export class Charts {
           series.push({ label: style(run).tag + name, color: color(i), dash: style(run).dash });
         });
       }
-      this.chart(id)?.draw(join(tables), series, { xLabel: 'time (s)', yLabel, yRange });
+      this.chart(id)?.draw(join(tables), series, { xLabel: 'time (s)', yLabel, yRange, counts });
     };
     perRank('kv', 'kv_usage', 'KV use', [0, 1]);
     perRank('queue', 'waiting', 'waiting requests');

@@ -15,7 +15,7 @@ pub type Columns = Vec<(&'static str, Vec<f64>)>;
 pub enum Interval {
     /// The scenario's `timeseries_interval_ms`.
     Scenario,
-    /// About 120 windows over the arrivals (plus a margin for the tail).
+    /// About 80 windows over the arrivals (plus a margin for the tail).
     Auto,
     Fixed(f64),
 }
@@ -40,7 +40,7 @@ pub fn build(scenario: &Scenario, trace: Option<&str>, interval: Interval) -> Re
             let (lo, hi) = workload.rows.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| (lo.min(r.timestamp), hi.max(r.timestamp)));
             let span = (hi - lo) / cfg.arrival_speedup_ratio;
             if span.is_finite() && span > 0.0 {
-                cfg.timeseries_interval_ms = nice_interval(span * 1.2, 120.0);
+                cfg.timeseries_interval_ms = nice_interval(span * 1.2, 80.0);
             }
         }
     }
@@ -160,8 +160,8 @@ mod tests {
         let sum = report.summary();
         let series = engine_series(report.timeseries());
         let n = series.t_ms.len();
-        // 50 to 120 round windows over the arrivals, and a margin for the tail.
-        assert!((50..=200).contains(&n), "{n}");
+        // 35 to 80 round windows over the arrivals, and a margin for the tail.
+        assert!((35..=130).contains(&n), "{n}");
         assert_eq!(series.source, "engine");
         let col = |name: &str| &series.cluster.iter().find(|(k, _)| *k == name).unwrap().1;
         let secs = series.interval_ms / 1000.0;

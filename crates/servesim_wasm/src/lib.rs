@@ -84,7 +84,7 @@ pub struct Simulation {
 impl Simulation {
     /// Builds a run from scenario JSON. A `{"type": "trace"}` workload takes its Mooncake
     /// JSONL text from `trace` (errors name `path:line`). `interval_ms` sets the time-series
-    /// window: absent keeps the scenario's `timeseries_interval_ms`, 0 picks about 120
+    /// window: absent keeps the scenario's `timeseries_interval_ms`, 0 picks about 80
     /// windows over the arrivals, a positive number is used as it is.
     #[wasm_bindgen(constructor)]
     pub fn new(scenario_json: &str, trace: Option<String>, interval_ms: Option<f64>) -> Result<Simulation, JsError> {
