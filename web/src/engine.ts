@@ -80,8 +80,14 @@ export class Engine {
   }
 
   /** `intervalMs`: time-series window; 0 picks one, undefined keeps the scenario's. */
-  run(json: string, trace: string | undefined, intervalMs: number | undefined, onProgress: (p: number, nowMs: number) => void): { id: number; result: Promise<RunResult>; cancel: () => void } {
-    const { id, reply } = this.request({ type: 'run', json, trace, interval_ms: intervalMs } as Omit<Request, 'id'>, onProgress);
+  run(
+    json: string,
+    trace: string | undefined,
+    intervalMs: number | undefined,
+    onProgress: (p: number, nowMs: number) => void,
+    files?: Record<string, Uint8Array>,
+  ): { id: number; result: Promise<RunResult>; cancel: () => void } {
+    const { id, reply } = this.request({ type: 'run', json, trace, interval_ms: intervalMs, files } as Omit<Request, 'id'>, onProgress);
     const result = reply.then((r) => {
       if (r.type !== 'result') throw new EngineError('unexpected reply');
       return r.result;

@@ -35,8 +35,8 @@ export class ConfigForm {
   private state: JsonObject;
   /** The uploaded trace (kept in memory only; links carry just its name). */
   trace: Upload | null = null;
-  /** The uploaded NPZ profile's name and size. */
-  profile: { name: string; bytes: number } | null = null;
+  /** The uploaded NPZ profile (kept in memory only; links carry just its name). */
+  profile: { name: string; bytes: Uint8Array } | null = null;
   private model: ModelShape = { ...MODELS['llama-3.1-8b'] };
   private specials: (() => void)[] = [];
 
@@ -66,6 +66,13 @@ export class ConfigForm {
     this.state = clone(scenario);
     this.invalid.clear();
     this.refresh(true);
+  }
+
+  /** Uploaded files the scenario refers to by name (the NPZ profile). */
+  files(): Record<string, Uint8Array> | undefined {
+    const want = getPath(this.state, 'engine.timing_model.config.path') ?? getPath(this.state, 'engine.planner_profile_data');
+    if (this.profile && this.profile.name === want) return { [this.profile.name]: this.profile.bytes };
+    return undefined;
   }
 
   get invalidFields(): string[] {
@@ -338,10 +345,13 @@ export class ConfigForm {
     };
     select.addEventListener('change', setTiming);
     gpu.addEventListener('change', setTiming);
-    file.addEventListener('change', () => {
+    const info = el('div', { class: 'hint', id: 'npz-info' });
+    up.append(info);
+    file.addEventListener('change', async () => {
       const f = file.files?.[0];
       if (!f) return;
-      this.profile = { name: f.name, bytes: f.size };
+      this.profile = { name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) };
+      select.value = 'profile';
       setTiming();
     });
     this.specials.push(() => {
@@ -352,6 +362,13 @@ export class ConfigForm {
       gpuRow.hidden = v !== 'roofline';
       const g = getPath(this.state, 'engine.timing_model.gpu');
       if (typeof g === 'string' && g in GPUS) gpu.value = g;
+      const want = getPath(this.state, 'engine.timing_model.config.path');
+      info.textContent =
+        this.profile && this.profile.name === want
+          ? `${this.profile.name}: ${(this.profile.bytes.length / 1024).toFixed(1)} KiB (kept in this tab only)`
+          : want
+            ? `This scenario needs the profile “${String(want)}”: upload it.`
+            : 'A Dynamo planner profile (.npz).';
     });
   }
 }

@@ -76,9 +76,15 @@ async function run(): Promise<void> {
   const forHash = await hashFor(scenario, app.defaults);
   if (seq !== runSeq) return; // a newer run was asked for meanwhile
   performance.mark('servesim:run');
-  const started = app.engine.run(scenarioJson, traceText(), intervalFor(scenario, app.defaults), (p) => {
-    progress.value = p;
-  });
+  const started = app.engine.run(
+    scenarioJson,
+    traceText(),
+    intervalFor(scenario, app.defaults),
+    (p) => {
+      progress.value = p;
+    },
+    form.files(),
+  );
   job = started;
   status.set('running', 'Running…');
   progress.value = 0;
@@ -155,7 +161,8 @@ async function publish(scenario: JsonObject): Promise<void> {
   }
   $('scenario-file').textContent = pretty(partial);
   const isTrace = getPath(scenario, 'workload.type') === 'trace';
-  $('cli').textContent = cliCommand(isTrace, (getPath(scenario, 'workload.path') as string | null) ?? null);
+  const profile = (getPath(scenario, 'engine.timing_model.config.path') ?? getPath(scenario, 'engine.planner_profile_data') ?? null) as string | null;
+  $('cli').textContent = cliCommand(isTrace, (getPath(scenario, 'workload.path') as string | null) ?? null, profile);
   ($('open-embed') as HTMLAnchorElement).href = pageUrl('embed.html', hash);
 }
 

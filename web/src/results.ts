@@ -141,9 +141,10 @@ export function seriesCsv(s: TimeSeries): string {
 }
 
 /** The shell command that runs the same scenario natively. */
-export function cliCommand(hasTrace: boolean, traceName: string | null): string {
+export function cliCommand(hasTrace: boolean, traceName: string | null, profileName: string | null = null): string {
   const lines = ['# build once: cargo build --release -p servesim_cli', '# save the scenario below as scenario.json'];
   if (hasTrace) lines.push(`# put ${traceName ?? 'the trace'} next to scenario.json`);
+  if (profileName) lines.push(`# put ${profileName} next to scenario.json`);
   lines.push('./target/release/servesim run scenario.json > results.json');
   return lines.join('\n');
 }

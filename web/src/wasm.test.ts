@@ -97,6 +97,20 @@ describe('the engine module', () => {
   });
 });
 
+describe('an uploaded NPZ profile', () => {
+  it('times the passes, and a missing or bad one is named', () => {
+    const npz = readFileSync(fileURLToPath(new URL('../../tests/conformance/profiles/profile-a.npz', import.meta.url)));
+    const scenario = JSON.stringify({ engine: { timing_model: { type: 'external', provider: 'dynamo_profile', config: { path: 'a.npz' } } }, workload: { type: 'synthetic', num_requests: 20 } });
+    expect(() => new Simulation(scenario)).toThrow(/a\.npz.*upload/);
+    expect(() => new Simulation(scenario, undefined, undefined, { 'a.npz': new Uint8Array([1, 2, 3]) })).toThrow(/^a\.npz: /);
+    const sim = new Simulation(scenario, undefined, 0, { 'a.npz': new Uint8Array(npz) });
+    while (!sim.advance(1000));
+    const poly = runToEnd(JSON.stringify({ workload: { type: 'synthetic', num_requests: 20 } })).summary();
+    expect(sim.summary().completed_requests).toBe(20);
+    expect(sim.summary().mean_ttft_ms).not.toBe(poly.mean_ttft_ms);
+  });
+});
+
 describe('distribution helper', () => {
   it('cdf is increasing and ends at 100', () => {
     const [x, y] = cdf([3, 1, 2, 2, NaN]);

@@ -29,9 +29,9 @@ function yieldNow(): Promise<void> {
   });
 }
 
-async function run(id: number, json: string, trace: string | undefined, interval: number | undefined): Promise<void> {
+async function run(id: number, json: string, trace: string | undefined, interval: number | undefined, files: Record<string, Uint8Array> | undefined): Promise<void> {
   const t0 = performance.now();
-  const sim = new Simulation(json, trace, interval);
+  const sim = new Simulation(json, trace, interval, files);
   let chunk = 64;
   for (;;) {
     const sliceStart = performance.now();
@@ -93,7 +93,7 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
         post({ type: 'normalized', id: msg.id, json: normalizeScenario(msg.json) });
         break;
       case 'run':
-        await run(msg.id, msg.json, msg.trace, msg.interval_ms);
+        await run(msg.id, msg.json, msg.trace, msg.interval_ms, msg.files);
         break;
       case 'report': {
         const sim = kept.get(msg.run);

@@ -3,7 +3,7 @@
 
 import { test, expect, type Page, type TestInfo } from '@playwright/test';
 import { deflateRawSync } from 'node:zlib';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** A share link for a partial scenario, built independently of the page's own encoder. */
@@ -314,4 +314,27 @@ test('run B overlays run A for comparison', async ({ page }) => {
   await expect(page.locator('#summary thead')).toContainText('B vs A');
   await expect(page.locator('#chart-throughput .u-legend')).toContainText('A output tok/s');
   await expect(page.locator('#chart-throughput .u-legend')).toContainText('B output tok/s');
+});
+
+test('an uploaded NPZ profile times the passes', async ({ page }) => {
+  const errors = watchErrors(page);
+  await page.goto('/');
+  await waitRun(page, 0);
+  await manual(page);
+  const before = await summary(page);
+  const n = await runsDone(page);
+  const npz = readFileSync(join(import.meta.dirname, '..', '..', 'tests', 'conformance', 'profiles', 'profile-a.npz'));
+  await page.locator('#f-timing').selectOption('profile');
+  await expect(page.locator('#message')).toBeHidden();
+  await page.locator('#f-npz').setInputFiles({ name: 'profile-a.npz', mimeType: 'application/octet-stream', buffer: npz });
+  await expect(page.locator('#npz-info')).toContainText('profile-a.npz');
+  await page.locator('#run').click();
+  await waitRun(page, n);
+  await expect(page.locator('#message')).toBeHidden();
+  const after = await summary(page);
+  expect(after.completed_requests).toBe('200');
+  expect(after.mean_ttft_ms).not.toBe(before.mean_ttft_ms);
+  await expect(page.locator('#scenario-file')).toContainText('"provider": "dynamo_profile"');
+  await expect(page.locator('#cli')).toContainText('profile-a.npz');
+  expect(errors).toEqual([]);
 });

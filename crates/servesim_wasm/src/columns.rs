@@ -3,9 +3,15 @@
 
 use servesim_sim::report::timeseries::TimeSeries;
 use servesim_sim::report::{RequestRecord, Status};
+use servesim_sim::replay::load_profiles;
 use servesim_sim::scenario::WorkloadSpec;
 use servesim_sim::workload::mooncake;
 use servesim_sim::{Scenario, SimError, Simulation};
+
+/// A `read` for runs with no uploaded files.
+pub fn no_files(name: &str) -> Result<Vec<u8>, SimError> {
+    Err(SimError::new(format!("`{name}` is not loaded (upload the file)")))
+}
 
 /// Named columns of equal length.
 pub type Columns = Vec<(&'static str, Vec<f64>)>;
@@ -21,8 +27,15 @@ pub enum Interval {
 }
 
 /// Builds the run: generates the synthetic workload, or parses the uploaded trace text.
-pub fn build(scenario: &Scenario, trace: Option<&str>, interval: Interval) -> Result<Simulation, SimError> {
+/// `read` hands over an uploaded file (an NPZ profile) by the name the scenario gives it.
+pub fn build(
+    scenario: &Scenario,
+    trace: Option<&str>,
+    interval: Interval,
+    read: &mut dyn FnMut(&str) -> Result<Vec<u8>, SimError>,
+) -> Result<Simulation, SimError> {
     let mut cfg = scenario.config()?;
+    load_profiles(&mut cfg, read)?;
     let workload = match &scenario.workload {
         WorkloadSpec::Synthetic(spec) => spec.generate()?,
         WorkloadSpec::Trace { path, trace_block_size, .. } => {
@@ -143,7 +156,7 @@ mod tests {
 
     fn run(json: &str) -> servesim_sim::RunReport {
         let s = Scenario::from_json_str(json).unwrap();
-        build(&s, None, Interval::Scenario).unwrap().run()
+        build(&s, None, Interval::Scenario, &mut no_files).unwrap().run()
     }
 
     #[test]
@@ -156,7 +169,7 @@ mod tests {
     #[test]
     fn series_conserve_tokens_and_requests() {
         let s = Scenario::from_json_str(r#"{"cluster": {"num_workers": 2}, "workload": {"type": "synthetic", "num_requests": 120}}"#).unwrap();
-        let report = build(&s, None, Interval::Auto).unwrap().run();
+        let report = build(&s, None, Interval::Auto, &mut no_files).unwrap().run();
         let sum = report.summary();
         let series = engine_series(report.timeseries());
         let n = series.t_ms.len();
@@ -191,11 +204,31 @@ mod tests {
     #[test]
     fn trace_workloads_need_the_text_and_name_the_line() {
         let s = Scenario::from_json_str(r#"{"workload": {"type": "trace", "path": "up.jsonl", "trace_block_size": 16}}"#).unwrap();
-        let e = build(&s, None, Interval::Scenario).err().unwrap();
+        let e = build(&s, None, Interval::Scenario, &mut no_files).err().unwrap();
         assert!(e.0.contains("up.jsonl"), "{e}");
-        let e = build(&s, Some("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1]}\nnope\n"), Interval::Scenario).err().unwrap();
+        let e = build(&s, Some("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1]}\nnope\n"), Interval::Scenario, &mut no_files).err().unwrap();
         assert!(e.0.starts_with("up.jsonl:2:"), "{e}");
-        let ok = build(&s, Some("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1]}\n"), Interval::Scenario).unwrap().run();
+        let ok = build(&s, Some("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1]}\n"), Interval::Scenario, &mut no_files).unwrap().run();
         assert_eq!(ok.collector.records.len(), 1);
+    }
+
+    #[test]
+    fn npz_profiles_come_from_uploads() {
+        let s = Scenario::from_json_str(r#"{"engine": {"timing_model": {"type": "external", "provider": "dynamo_profile", "config": {"path": "p.npz"}}}, "workload": {"type": "synthetic", "num_requests": 5}}"#).unwrap();
+        let e = build(&s, None, Interval::Scenario, &mut no_files).err().unwrap();
+        assert!(e.0.contains("p.npz") && e.0.contains("upload"), "{e}");
+        let e = build(&s, None, Interval::Scenario, &mut |_| Ok(b"not a zip".to_vec())).err().unwrap();
+        assert!(e.0.starts_with("p.npz: "), "{e}");
+        let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/profiles/profile-a.npz")).unwrap();
+        let polynomial = run(r#"{"workload": {"type": "synthetic", "num_requests": 5}}"#).summary();
+        let profiled = build(&s, None, Interval::Scenario, &mut |name| {
+            assert_eq!(name, "p.npz");
+            Ok(bytes.clone())
+        })
+        .unwrap()
+        .run()
+        .summary();
+        assert_eq!(profiled["completed_requests"], 5);
+        assert_ne!(profiled["mean_ttft_ms"], polynomial["mean_ttft_ms"]);
     }
 }

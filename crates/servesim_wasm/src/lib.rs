@@ -12,11 +12,12 @@
 pub mod columns;
 
 use columns::{Columns, Series};
-use js_sys::{Array, Float64Array, Object, Reflect};
+use js_sys::{Array, Float64Array, Object, Reflect, Uint8Array};
 use serde::Serialize;
 use servesim_sim::report::Status;
-use servesim_sim::{RunReport, Scenario};
+use servesim_sim::{RunReport, Scenario, SimError};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 #[wasm_bindgen(start)]
 pub fn start() {
@@ -85,9 +86,11 @@ impl Simulation {
     /// Builds a run from scenario JSON. A `{"type": "trace"}` workload takes its Mooncake
     /// JSONL text from `trace` (errors name `path:line`). `interval_ms` sets the time-series
     /// window: absent keeps the scenario's `timeseries_interval_ms`, 0 picks about 80
-    /// windows over the arrivals, a positive number is used as it is.
+    /// windows over the arrivals, a positive number is used as it is. `files` maps the names
+    /// the scenario gives uploaded files (an NPZ profile's `path`) to their bytes
+    /// (`Uint8Array`s).
     #[wasm_bindgen(constructor)]
-    pub fn new(scenario_json: &str, trace: Option<String>, interval_ms: Option<f64>) -> Result<Simulation, JsError> {
+    pub fn new(scenario_json: &str, trace: Option<String>, interval_ms: Option<f64>, files: Option<Object>) -> Result<Simulation, JsError> {
         let scenario = Scenario::from_json_str(scenario_json).map_err(js_err)?;
         let interval = match interval_ms {
             None => columns::Interval::Scenario,
@@ -95,7 +98,17 @@ impl Simulation {
             Some(ms) if ms.is_finite() && ms > 0.0 => columns::Interval::Fixed(ms),
             Some(_) => return Err(JsError::new("interval_ms must be 0 (automatic) or a positive number")),
         };
-        let sim = columns::build(&scenario, trace.as_deref(), interval).map_err(js_err)?;
+        let mut read = |name: &str| -> Result<Vec<u8>, SimError> {
+            let value = match &files {
+                Some(obj) => Reflect::get(obj, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED),
+                None => JsValue::UNDEFINED,
+            };
+            match value.dyn_into::<Uint8Array>() {
+                Ok(bytes) => Ok(bytes.to_vec()),
+                Err(_) => columns::no_files(name),
+            }
+        };
+        let sim = columns::build(&scenario, trace.as_deref(), interval, &mut read).map_err(js_err)?;
         Ok(Simulation { state: State::Running(Box::new(sim)), cancelled: false, last_progress: 0.0, now_ms: 0.0 })
     }
 

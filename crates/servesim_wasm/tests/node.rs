@@ -12,7 +12,7 @@ fn get(obj: &JsValue, key: &str) -> JsValue {
 }
 
 fn run(json: &str, trace: Option<String>) -> Simulation {
-    let mut sim = Simulation::new(json, trace, Some(0.0)).map_err(JsValue::from).unwrap();
+    let mut sim = Simulation::new(json, trace, Some(0.0), None).map_err(JsValue::from).unwrap();
     while !sim.advance(500) {}
     sim
 }
@@ -44,7 +44,7 @@ fn errors_are_js_errors_with_the_message() {
     let e: js_sys::Error = JsValue::from(e).dyn_into().unwrap();
     let msg: String = e.message().into();
     assert!(msg.starts_with("engine.num_gpu_blockz: unknown field"), "{msg}");
-    let e = Simulation::new(r#"{"workload": {"type": "trace", "path": "x.jsonl"}}"#, Some("{}\n".into()), None).err().unwrap();
+    let e = Simulation::new(r#"{"workload": {"type": "trace", "path": "x.jsonl"}}"#, Some("{}\n".into()), None, None).err().unwrap();
     let e: js_sys::Error = JsValue::from(e).dyn_into().unwrap();
     let msg: String = e.message().into();
     assert!(msg.starts_with("x.jsonl:1:"), "{msg}");
@@ -52,7 +52,7 @@ fn errors_are_js_errors_with_the_message() {
 
 #[wasm_bindgen_test]
 fn cancel_stops_the_run() {
-    let mut sim = Simulation::new(r#"{"workload": {"type": "synthetic", "num_requests": 3000, "rate_rps": 100}}"#, None, None)
+    let mut sim = Simulation::new(r#"{"workload": {"type": "synthetic", "num_requests": 3000, "rate_rps": 100}}"#, None, None, None)
         .map_err(JsValue::from)
         .unwrap();
     assert!(!sim.advance(100));
