@@ -49,6 +49,7 @@ export class ConfigForm {
     root.addEventListener('submit', (e) => e.preventDefault());
     this.section('Model', (body) => this.modelPicker(body));
     this.render(ENGINE);
+    this.capacityLine(this.root.querySelector('#s-engine .fields') as HTMLElement);
     this.render(CLUSTER);
     this.section('Workload', (body) => this.workloadPicker(body));
     this.render(WORKLOAD, this.root.querySelector('#s-workload') as HTMLElement);
@@ -176,6 +177,20 @@ export class ConfigForm {
       }
     }
     for (const s of this.specials) s();
+  }
+
+  /** KV capacity per rank, in tokens (and bytes when the model is known). */
+  private capacityLine(body: HTMLElement): void {
+    const out = el('div', { class: 'derived', id: 'kv-capacity' });
+    body.prepend(out);
+    this.specials.push(() => {
+      const blocks = Number(getPath(this.state, 'engine.num_gpu_blocks'));
+      const bs = Number(getPath(this.state, 'engine.block_size')) || (getPath(this.state, 'engine.backend') === 'sglang' ? 1 : 64);
+      const tokens = blocks * bs;
+      const bytes = getPath(this.state, 'engine.kv_bytes_per_token') as number | null;
+      const mem = bytes ? `, ${((tokens * bytes) / 2 ** 30).toFixed(1)} GiB` : '';
+      out.textContent = Number.isFinite(tokens) ? `KV capacity per rank: ${tokens.toLocaleString('en-US')} tokens (${blocks.toLocaleString('en-US')} blocks × ${bs})${mem}` : '';
+    });
   }
 
   // ---- model: presets or custom shape → engine.kv_bytes_per_token
