@@ -95,6 +95,11 @@ export class Engine {
     return { id, result, cancel: () => this.worker.postMessage({ type: 'cancel', id } satisfies Request) };
   }
 
+  /** Test hook: makes the engine panic; rejects with the crash report. */
+  async crashForTesting(): Promise<void> {
+    await this.request({ type: 'panic' } as Omit<Request, 'id'>).reply;
+  }
+
   /** What `servesim run` prints for a finished run, as JSON text. */
   async report(run: number): Promise<string> {
     const r = await this.request({ type: 'report', run } as Omit<Request, 'id'>).reply;

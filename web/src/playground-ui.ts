@@ -207,6 +207,21 @@ async function start(): Promise<void> {
 }
 
 runBtn.addEventListener('click', () => void run());
+if (new URLSearchParams(location.search).has('test-crash')) {
+  // Test hook: a button that makes the engine panic, to check the page survives it.
+  const b = document.createElement('button');
+  b.id = 'crash';
+  b.type = 'button';
+  b.textContent = 'Crash the engine';
+  b.addEventListener('click', () =>
+    app.engine.crashForTesting().catch((e: Error) => {
+      engineError = e.message;
+      status.set('error', 'Error');
+      updateMessage();
+    }),
+  );
+  document.querySelector('.actions')!.append(b);
+}
 cancelBtn.addEventListener('click', () => job?.cancel());
 pinBtn.addEventListener('click', () => {
   if (!current) return;

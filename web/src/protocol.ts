@@ -41,7 +41,9 @@ export type Request =
   | { type: 'normalize'; id: number; json: string }
   | { type: 'run'; id: number; json: string; trace?: string; /** 0: automatic; absent: the scenario's. */ interval_ms?: number; /** Uploaded files by the name the scenario uses (NPZ profiles). */ files?: Record<string, Uint8Array> }
   | { type: 'cancel'; id: number }
-  | { type: 'report'; id: number; run: number };
+  | { type: 'report'; id: number; run: number }
+  /** Test hook: makes the engine panic. */
+  | { type: 'panic'; id: number };
 
 export type Reply =
   | { type: 'hello'; id: number; defaults: string; version: string }

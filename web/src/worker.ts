@@ -2,7 +2,7 @@
 // freezes. Runs advance in ~25 ms slices; between slices the worker yields, which lets a
 // `cancel` message in.
 
-import init, { Simulation, defaultScenario, normalizeScenario, version } from '../pkg/servesim_wasm.js';
+import init, { Simulation, defaultScenario, normalizeScenario, panicForTesting, version } from '../pkg/servesim_wasm.js';
 import type { Reply, Request, RunResult } from './protocol';
 
 const ready = init();
@@ -94,6 +94,9 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
         break;
       case 'run':
         await run(msg.id, msg.json, msg.trace, msg.interval_ms, msg.files);
+        break;
+      case 'panic':
+        panicForTesting();
         break;
       case 'report': {
         const sim = kept.get(msg.run);

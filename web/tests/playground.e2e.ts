@@ -360,3 +360,20 @@ test('an uploaded NPZ profile times the passes', async ({ page }) => {
   await expect(page.locator('#cli')).toContainText('profile-a.npz');
   expect(errors).toEqual([]);
 });
+
+test('a panic inside the engine is reported and the page stays usable', async ({ page }) => {
+  const errors = watchErrors(page);
+  await page.goto('/?test-crash');
+  await waitRun(page, 0);
+  await manual(page);
+  const before = await summary(page);
+  await page.locator('#crash').click();
+  await expect(page.locator('#message')).toContainText('the engine crashed');
+  await expect(page.locator('#message')).toContainText('restarted');
+  // The panic message reached the console through the panic hook.
+  await expect.poll(() => errors.join('\n')).toContain('a panic requested for testing');
+  const n = await runsDone(page);
+  await page.locator('#run').click();
+  await waitRun(page, n);
+  expect(await summary(page)).toEqual(before);
+});

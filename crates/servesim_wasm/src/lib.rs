@@ -65,6 +65,13 @@ pub fn normalize_scenario(json: &str) -> Result<String, JsError> {
     serde_json::to_string(&s).map_err(js_err)
 }
 
+/// Panics on purpose, so tests can check that a crash inside the engine is reported and the
+/// page recovers (the worker calls it only when the page asks for `?test-crash`).
+#[wasm_bindgen(js_name = panicForTesting)]
+pub fn panic_for_testing() {
+    panic!("a panic requested for testing");
+}
+
 enum State {
     Running(Box<servesim_sim::Simulation>),
     Finished(RunReport),
