@@ -2,7 +2,7 @@
 // performance-model pickers, keeps the scenario object in step with the inputs, and flags
 // invalid input before a run. Every label and message is set as text, never as HTML.
 
-import { CLUSTER, ENGINE, PERF, WORKLOAD, formatValue, parseField, type Field, type Section } from './schema';
+import { CLUSTER, ENGINE, PERF, SCENARIO, WORKLOAD, formatValue, parseField, type Field, type Section } from './schema';
 import { clone, getPath, setPath, type Json, type JsonObject } from './scenario';
 import { DTYPES, GPUS, MODELS, kvBytesPerToken, presetFor, type ModelShape } from './presets';
 
@@ -47,6 +47,7 @@ export class ConfigForm {
   ) {
     this.state = clone(defaults);
     root.addEventListener('submit', (e) => e.preventDefault());
+    this.render(SCENARIO);
     this.section('Model', (body) => this.modelPicker(body));
     this.render(ENGINE);
     this.capacityLine(this.root.querySelector('#s-engine .fields') as HTMLElement);
@@ -106,7 +107,8 @@ export class ConfigForm {
     } else if (field.kind === 'bool') {
       input = el('input', { id, name: field.path, type: 'checkbox' });
     } else {
-      input = el('input', { id, name: field.path, type: 'text', inputmode: field.kind === 'int' ? 'numeric' : 'decimal', autocomplete: 'off', spellcheck: 'false' });
+      const mode = field.kind === 'int' ? 'numeric' : field.kind === 'float' ? 'decimal' : 'text';
+      input = el('input', { id, name: field.path, type: 'text', inputmode: mode, autocomplete: 'off', spellcheck: 'false' });
       if (field.nullable) input.setAttribute('placeholder', field.nullable);
     }
     const unit = el('span', { class: 'unit' }, field.unit ?? '');
@@ -142,7 +144,8 @@ export class ConfigForm {
       r.row.classList.remove('invalid');
       // A field the engine does not know yet is only written when set away from its fallback.
       const absent = getPath(this.defaults, field.path) === undefined;
-      setPath(this.state, field.path, absent && parsed.value === field.fallback ? undefined : parsed.value);
+      const unset = absent && (parsed.value === field.fallback || (field.kind === 'text' && parsed.value === null));
+      setPath(this.state, field.path, unset ? undefined : parsed.value);
       if (field.path === 'engine.backend' && parsed.value !== 'sglang' && getPath(this.state, 'engine.sglang') != null) {
         setPath(this.state, 'engine.sglang', getPath(this.defaults, 'engine.sglang') ?? null);
       }
@@ -162,7 +165,7 @@ export class ConfigForm {
       const unsupported = getPath(this.defaults, field.path) === undefined && field.fallback !== undefined && !field.path.startsWith('engine.sglang.');
       hint.textContent = [
         field.help ?? '',
-        `default ${d === null ? field.nullable ?? 'none' : String(d)}${unsupported ? ' (not in this engine build yet)' : ''}`,
+        `default ${d == null ? field.nullable ?? 'none' : String(d)}${unsupported ? ' (not in this engine build yet)' : ''}`,
       ].filter(Boolean).join(' · ');
       if (!all && document.activeElement === input) continue;
       if (this.invalid.has(field.path)) continue;

@@ -5,7 +5,7 @@
 import type { Json, JsonObject } from './scenario';
 import { getPath } from './scenario';
 
-export type Kind = 'int' | 'float' | 'bool' | 'enum';
+export type Kind = 'int' | 'float' | 'bool' | 'enum' | 'text';
 
 export interface Field {
   path: string;
@@ -76,6 +76,12 @@ export const ENGINE: Section = {
   ],
 };
 
+export const SCENARIO: Section = {
+  id: 'scenario',
+  title: 'Scenario',
+  fields: [{ path: 'name', label: 'Name', kind: 'text', max: 120, nullable: 'untitled', help: 'Shown as the title of the embed view' }],
+};
+
 export const CLUSTER: Section = {
   id: 'cluster',
   title: 'Cluster',
@@ -143,6 +149,11 @@ export const PERF: Section = {
 /** Parses an input's text for a field: the value, or why it is invalid. */
 export function parseField(f: Field, raw: string | boolean): { value: Json } | { error: string } {
   if (f.kind === 'bool') return { value: Boolean(raw) };
+  if (f.kind === 'text') {
+    const t = String(raw).trim();
+    if (t.length > (f.max ?? 200)) return { error: `at most ${f.max ?? 200} characters` };
+    return { value: t === '' ? null : t };
+  }
   const text = String(raw).trim();
   if (f.kind === 'enum') {
     if (f.options && !f.options.some((o) => o.value === text)) return { error: 'choose one of the listed values' };

@@ -179,6 +179,7 @@ test('a share link opened in a fresh page restores the scenario and the same num
   await page.locator('#f-cluster-num_workers').fill('2');
   await page.locator('#f-workload-num_prefix_groups').fill('4');
   await page.locator('#f-workload-shared_prefix_ratio').fill('0.5');
+  await page.locator('#f-name').fill('shared <b>prefixes</b>');
   await page.locator('#run').click();
   await waitRun(page, n);
   // The URL hash follows the form; the results are stamped with the link they belong to.
@@ -195,6 +196,14 @@ test('a share link opened in a fresh page restores the scenario and the same num
   await expect(other.locator('#f-engine-block_size')).toHaveValue('32');
   await expect(other.locator('#f-cluster-num_workers')).toHaveValue('2');
   await expect(other.locator('#f-workload-shared_prefix_ratio')).toHaveValue('0.5');
+  await expect(other.locator('#f-name')).toHaveValue('shared <b>prefixes</b>');
+  // User strings are text, never HTML.
+  await other.goto('/embed.html' + hash);
+  await waitRun(other, 0);
+  await expect(other.locator('#title')).toHaveText('shared <b>prefixes</b>');
+  await expect(other.locator('#title b')).toHaveCount(0);
+  await other.goto('/' + hash);
+  await waitRun(other, 0);
   expect(await summary(other)).toEqual(numbers);
   expect(Number(numbers.prefix_cache_reused_ratio)).toBeGreaterThan(0);
   await fresh.close();
