@@ -82,7 +82,7 @@ export class Engine {
   /** `intervalMs`: time-series window; 0 picks one, undefined keeps the scenario's. */
   run(
     json: string,
-    trace: string | undefined,
+    trace: Blob | undefined,
     intervalMs: number | undefined,
     onProgress: (p: number, nowMs: number) => void,
     files?: Record<string, Uint8Array>,

@@ -26,7 +26,8 @@ interface Row {
 
 export interface Upload {
   name: string;
-  text: string;
+  /** The file itself: the worker reads it for each run, the page never holds its text. */
+  file: Blob;
 }
 
 export class ConfigForm {
@@ -303,11 +304,10 @@ export class ConfigForm {
       this.refresh();
       this.onChange();
     });
-    file.addEventListener('change', async () => {
+    file.addEventListener('change', () => {
       const f = file.files?.[0];
       if (!f) return;
-      const text = await f.text();
-      this.trace = { name: f.name, text };
+      this.trace = { name: f.name, file: f };
       if (getPath(this.state, 'workload.type') !== 'trace') {
         setPath(this.state, 'workload', { type: 'trace', path: f.name, trace_block_size: 512, arrival_speedup_ratio: 1 });
       } else {
@@ -322,8 +322,9 @@ export class ConfigForm {
       up.hidden = type !== 'trace';
       const want = getPath(this.state, 'workload.path');
       if (this.trace && this.trace.name === want) {
-        const lines = this.trace.text.split('\n').filter((l) => l.trim() !== '').length;
-        info.textContent = `${this.trace.name}: ${lines.toLocaleString('en-US')} requests, ${(this.trace.text.length / 1024).toFixed(1)} KiB (kept in this tab only)`;
+        const size = this.trace.file.size;
+        const shown = size >= 1 << 20 ? `${(size / (1 << 20)).toFixed(1)} MiB` : `${(size / 1024).toFixed(1)} KiB`;
+        info.textContent = `${this.trace.name}: ${shown} (stays in this tab; read by the engine at each run)`;
       } else {
         info.textContent = want ? `This scenario needs the trace “${String(want)}”: upload it.` : 'Upload a Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids).';
       }

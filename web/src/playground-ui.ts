@@ -30,10 +30,10 @@ let engineError: string | null = null;
 let linkNote: string | null = null;
 let runSeq = 0;
 
-function traceText(): string | undefined {
+function traceFile(): Blob | undefined {
   const s = form.scenario;
   if (getPath(s, 'workload.type') !== 'trace') return undefined;
-  return form.trace && form.trace.name === getPath(s, 'workload.path') ? form.trace.text : undefined;
+  return form.trace && form.trace.name === getPath(s, 'workload.path') ? form.trace.file : undefined;
 }
 
 function updateMessage(): void {
@@ -78,7 +78,7 @@ async function run(): Promise<void> {
   performance.mark('servesim:run');
   const started = app.engine.run(
     scenarioJson,
-    traceText(),
+    traceFile(),
     intervalFor(scenario, app.defaults),
     (p) => {
       progress.value = p;

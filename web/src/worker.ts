@@ -29,9 +29,10 @@ function yieldNow(): Promise<void> {
   });
 }
 
-async function run(id: number, json: string, trace: string | undefined, interval: number | undefined, files: Record<string, Uint8Array> | undefined): Promise<void> {
+async function run(id: number, json: string, trace: Blob | undefined, interval: number | undefined, files: Record<string, Uint8Array> | undefined): Promise<void> {
   const t0 = performance.now();
-  const sim = new Simulation(json, trace, interval, files);
+  // The trace file is read here, in the worker, at each run (the page never holds its text).
+  const sim = new Simulation(json, trace ? await trace.text() : undefined, interval, files);
   let chunk = 64;
   for (;;) {
     const sliceStart = performance.now();
