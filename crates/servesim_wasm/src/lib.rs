@@ -65,6 +65,31 @@ pub fn normalize_scenario(json: &str) -> Result<String, JsError> {
     serde_json::to_string(&s).map_err(js_err)
 }
 
+/// Replays a Dynamo replay case (`{"trace", "replay": {run_trace_replay arguments}}`) to the
+/// end and returns what `servesim replay` prints, as JSON text: the same engine as the native
+/// command, for checking that wasm and native runs agree. `trace` is the trace's text, `files`
+/// maps NPZ profile paths (as the case writes them) to their bytes.
+#[wasm_bindgen(js_name = replayCase)]
+pub fn replay_case(case_json: &str, source: &str, trace: &str, files: Option<Object>) -> Result<String, JsError> {
+    let case = servesim_sim::replay::Case::from_json_str(case_json, source).map_err(js_err)?;
+    let mut cfg = case.config().map_err(js_err)?;
+    servesim_sim::replay::load_profiles(&mut cfg, &mut |name| read_file(&files, name)).map_err(js_err)?;
+    let workload = servesim_sim::workload::mooncake::parse(trace, case.trace_block_size(), &case.trace).map_err(js_err)?;
+    let report = servesim_sim::Simulation::new(&cfg, workload).map_err(js_err)?.run();
+    Ok(report.to_json().to_string())
+}
+
+fn read_file(files: &Option<Object>, name: &str) -> Result<Vec<u8>, SimError> {
+    let value = match files {
+        Some(obj) => Reflect::get(obj, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED),
+        None => JsValue::UNDEFINED,
+    };
+    match value.dyn_into::<Uint8Array>() {
+        Ok(bytes) => Ok(bytes.to_vec()),
+        Err(_) => columns::no_files(name),
+    }
+}
+
 /// Panics on purpose, so tests can check that a crash inside the engine is reported and the
 /// page recovers (the worker calls it only when the page asks for `?test-crash`).
 #[wasm_bindgen(js_name = panicForTesting)]
@@ -105,17 +130,7 @@ impl Simulation {
             Some(ms) if ms.is_finite() && ms > 0.0 => columns::Interval::Fixed(ms),
             Some(_) => return Err(JsError::new("interval_ms must be 0 (automatic) or a positive number")),
         };
-        let mut read = |name: &str| -> Result<Vec<u8>, SimError> {
-            let value = match &files {
-                Some(obj) => Reflect::get(obj, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED),
-                None => JsValue::UNDEFINED,
-            };
-            match value.dyn_into::<Uint8Array>() {
-                Ok(bytes) => Ok(bytes.to_vec()),
-                Err(_) => columns::no_files(name),
-            }
-        };
-        let sim = columns::build(&scenario, trace.as_deref(), interval, &mut read).map_err(js_err)?;
+        let sim = columns::build(&scenario, trace.as_deref(), interval, &mut |name| read_file(&files, name)).map_err(js_err)?;
         Ok(Simulation { state: State::Running(Box::new(sim)), cancelled: false, last_progress: 0.0, now_ms: 0.0 })
     }
 
