@@ -13,6 +13,7 @@ cargo test --locked -p servesim_wasm --target wasm32-unknown-unknown
 echo "== web build (wasm + static site in web/dist)"
 npm run build
 echo "== wasm and native agree, byte for byte (every conformance case through both)"
+cargo build --locked --release -p servesim_cli
 node scripts/replay-wasm.mjs --check tests/conformance/cases/*.json
 echo "== web unit tests (vitest; the real engine module in Node)"
 npx vitest run --config web/vite.config.ts
