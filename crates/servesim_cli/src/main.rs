@@ -26,6 +26,13 @@ enum Command {
         #[arg(long, value_name = "OUT.json")]
         timeseries: Option<PathBuf>,
     },
+    /// Replays a case several times and reports wall time, simulated requests per second and
+    /// peak memory (a benchmark: compare runs side by side, not against remembered numbers).
+    Bench {
+        case: PathBuf,
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+    },
     /// Runs a servesim scenario file and prints {"summary", "per_request"} as JSON.
     Run {
         scenario: PathBuf,
@@ -39,6 +46,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Replay { case, timeseries } => replay(&case).and_then(|r| output(r, timeseries.as_deref())),
+        Command::Bench { case, runs } => bench(&case, runs),
         Command::Run { scenario, timeseries } => run(&scenario).and_then(|r| output(r, timeseries.as_deref())),
     };
     match result {
@@ -68,6 +76,12 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>, SimError> {
     std::fs::read(path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))
 }
 
+/// Streams a Mooncake trace from disk (never holding the file's text whole).
+fn read_trace(path: &Path, block_tokens: u32) -> Result<servesim_sim::Workload, SimError> {
+    let file = std::fs::File::open(path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
+    mooncake::parse_reader(std::io::BufReader::new(file), block_tokens, &path.display().to_string())
+}
+
 fn relative(base: &Path, p: &str) -> PathBuf {
     base.parent().unwrap_or(Path::new(".")).join(p)
 }
@@ -86,7 +100,7 @@ fn replay(case_path: &Path) -> Result<RunReport, SimError> {
     let mut cfg = case.config()?;
     load_profiles(&mut cfg, &mut |p| read_bytes(&relative(case_path, p)))?;
     let trace_path = relative(case_path, &case.trace);
-    let workload = mooncake::parse(&read(&trace_path)?, case.trace_block_size(), &trace_path.display().to_string())?;
+    let workload = read_trace(&trace_path, case.trace_block_size())?;
     Ok(Simulation::new(&cfg, workload)?.run())
 }
 
@@ -98,11 +112,42 @@ fn run(path: &Path) -> Result<RunReport, SimError> {
         WorkloadSpec::Synthetic(spec) => spec.generate()?,
         WorkloadSpec::Trace { path: Some(p), trace_block_size, .. } => {
             let trace_path = relative(path, p);
-            mooncake::parse(&read(&trace_path)?, *trace_block_size, &trace_path.display().to_string())?
+            read_trace(&trace_path, *trace_block_size)?
         }
         WorkloadSpec::Trace { path: None, .. } => {
             return Err(SimError::new("workload.path: a trace workload needs a path"));
         }
     };
     Ok(Simulation::new(&cfg, workload)?.run())
+}
+
+fn bench(case_path: &Path, runs: u32) -> Result<String, SimError> {
+    let mut walls = Vec::new();
+    let mut requests = 0;
+    for _ in 0..runs.max(1) {
+        let start = std::time::Instant::now();
+        let report = replay(case_path)?;
+        walls.push(start.elapsed().as_secs_f64());
+        requests = report.collector.records.len();
+    }
+    walls.sort_by(f64::total_cmp);
+    let median = walls[walls.len() / 2];
+    Ok(serde_json::json!({
+        "case": case_path.display().to_string(),
+        "requests": requests,
+        "runs": walls.len(),
+        "wall_s": walls,
+        "median_wall_s": median,
+        "requests_per_s": requests as f64 / median,
+        "peak_rss_mb": peak_rss_mb(),
+    })
+    .to_string())
+}
+
+/// Peak resident memory of this process (Linux), in MB.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
 }

@@ -14,4 +14,4 @@ pub mod sequence;
 pub use args::{ArgsError, Backend, EngineArgs, LaunchConfig, WorkerType};
 pub use engine::{Admission, Engine, Finished, Outcome, PassOutput};
 pub use metrics::RankMetrics;
-pub use sequence::Request;
+pub use sequence::{Prompt, Request};

@@ -9,14 +9,91 @@ use crate::kv::SlotId;
 pub struct Request {
     /// Unique within a run; also seeds the request's generated tokens.
     pub id: u64,
-    pub prompt: Vec<u32>,
+    pub prompt: Prompt,
     pub max_output: u32,
+}
+
+/// A prompt as runs of identical tokens, (token, end position): a trace's hash id stands for
+/// a block of identical tokens, so a long prompt is a handful of runs and a deep waiting
+/// queue stays small.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Prompt {
+    runs: Vec<(u32, u32)>,
+}
+
+impl Prompt {
+    /// Builds a prompt from (token, count) runs.
+    pub fn from_runs(runs: impl IntoIterator<Item = (u32, u32)>) -> Self {
+        let mut out: Vec<(u32, u32)> = Vec::new();
+        let mut end = 0;
+        for (t, n) in runs {
+            if n == 0 {
+                continue;
+            }
+            end += n;
+            match out.last_mut() {
+                Some(last) if last.0 == t => last.1 = end,
+                _ => out.push((t, end)),
+            }
+        }
+        Prompt { runs: out }
+    }
+
+    pub fn len(&self) -> u32 {
+        self.runs.last().map_or(0, |r| r.1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// Token at position `i < len()`.
+    pub fn token(&self, i: u32) -> Option<u32> {
+        self.runs.get(self.runs.partition_point(|r| r.1 <= i)).map(|r| r.0)
+    }
+
+    /// Appends the tokens of positions `start..end` (within the prompt) to `out`.
+    pub fn extend_tokens(&self, start: u32, end: u32, out: &mut Vec<u32>) {
+        let mut p = start;
+        let mut k = self.runs.partition_point(|r| r.1 <= start);
+        while p < end {
+            let (t, run_end) = self.runs[k];
+            let n = run_end.min(end) - p;
+            out.extend(std::iter::repeat_n(t, n as usize));
+            p += n;
+            k += 1;
+        }
+    }
+
+    /// Every token (a transient copy, e.g. for a router's block hashes).
+    pub fn to_vec(&self) -> Vec<u32> {
+        let mut v = Vec::with_capacity(self.len() as usize);
+        self.extend_tokens(0, self.len(), &mut v);
+        v
+    }
+
+    /// The single token filling `start..end`, if the range lies within one run.
+    fn uniform(&self, start: u32, end: u32) -> Option<u32> {
+        let k = self.runs.partition_point(|r| r.1 <= start);
+        let (t, run_end) = *self.runs.get(k)?;
+        (end <= run_end).then_some(t)
+    }
+}
+
+impl From<Vec<u32>> for Prompt {
+    fn from(tokens: Vec<u32>) -> Self {
+        Prompt::from_runs(tokens.into_iter().map(|t| (t, 1)))
+    }
 }
 
 #[derive(Debug)]
 pub struct Sequence {
     pub id: u64,
-    prompt: Vec<u32>,
+    prompt: Prompt,
+    prompt_len: u32,
+    /// The last all-one-token block hashed: (token, local hash). Runs of a trace's hash id
+    /// fill many blocks with one token, and those all share their local hash.
+    uniform_memo: Option<(u32, u64)>,
     pub max_output: u32,
     /// Output tokens emitted so far.
     pub generated: u32,
@@ -36,7 +113,9 @@ pub struct Sequence {
 impl Sequence {
     pub fn new(req: Request) -> Self {
         Sequence {
-            blocks: Vec::with_capacity(req.prompt.len() / 16 + 4),
+            blocks: Vec::with_capacity(req.prompt.len() as usize / 16 + 4),
+            prompt_len: req.prompt.len(),
+            uniform_memo: None,
             id: req.id,
             prompt: req.prompt,
             max_output: req.max_output,
@@ -50,7 +129,7 @@ impl Sequence {
     }
 
     pub fn prompt_len(&self) -> u32 {
-        self.prompt.len() as u32
+        self.prompt_len
     }
 
     /// Prompt plus generated tokens.
@@ -73,8 +152,8 @@ impl Sequence {
     /// Token at position `i`: the prompt's, or a generated token derived from the request id
     /// (no two requests generate the same text, so generated blocks are never shared).
     pub fn token(&self, i: u32) -> u32 {
-        match self.prompt.get(i as usize) {
-            Some(&t) => t,
+        match self.prompt.token(i) {
+            Some(t) => t,
             // A Weyl sequence from a per-request seed: cheap, and distinct across requests.
             None => (mix64(self.id).wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 32) as u32,
         }
@@ -84,18 +163,26 @@ impl Sequence {
     pub fn block_hashes(&mut self, i: u32, bs: u32, scratch: &mut (Vec<u32>, Vec<u8>)) -> (u64, u64) {
         if self.hashes.is_empty() {
             // Every block the request will ever fill, so the chain never reallocates.
-            self.hashes.reserve_exact(((self.prompt.len() as u32 + self.max_output) / bs) as usize + 1);
+            self.hashes.reserve_exact(((self.prompt_len + self.max_output) / bs) as usize + 1);
         }
         while self.hashes.len() as u32 <= i {
             let b = self.hashes.len() as u32;
-            let (start, end) = ((b * bs) as usize, ((b + 1) * bs) as usize);
+            let (start, end) = (b * bs, (b + 1) * bs);
             let (toks, bytes) = &mut *scratch;
-            let local = if end <= self.prompt.len() {
-                block_hash(&self.prompt[start..end], bytes)
-            } else {
-                toks.clear();
-                toks.extend((start..end).map(|p| self.token(p as u32)));
-                block_hash(toks, bytes)
+            let uniform = if end <= self.prompt_len { self.prompt.uniform(start, end) } else { None };
+            let local = match (uniform, self.uniform_memo) {
+                (Some(t), Some((m, h))) if t == m => h,
+                _ => {
+                    toks.clear();
+                    let prompt_end = end.min(self.prompt_len).max(start);
+                    self.prompt.extend_tokens(start, prompt_end, toks);
+                    toks.extend((prompt_end..end).map(|q| self.token(q)));
+                    let h = block_hash(toks, bytes);
+                    if let Some(t) = uniform {
+                        self.uniform_memo = Some((t, h));
+                    }
+                    h
+                }
             };
             let parent = self.hashes.last().map(|h| h.0);
             self.hashes.push((sequence_hash(parent, local), local));
@@ -106,5 +193,32 @@ impl Sequence {
     /// Sequence hash of the block before `i`, if any.
     pub fn parent_of(&self, i: u32) -> Option<u64> {
         if i == 0 { None } else { Some(self.hashes[(i - 1) as usize].0) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_length_prompts_hash_like_the_tokens() {
+        let prompt: Vec<u32> = [7u32; 20].iter().chain([9u32; 13].iter()).copied().chain(0..5).collect();
+        let mut seq = Sequence::new(Request { id: 3, prompt: prompt.clone().into(), max_output: 40 });
+        assert_eq!(seq.prompt.runs.len(), 7);
+        assert_eq!((seq.token(0), seq.token(19), seq.token(20), seq.token(32), seq.token(33)), (7, 7, 9, 9, 0));
+        seq.generated = 20;
+        let mut scratch = Default::default();
+        let mut bytes = Vec::new();
+        let mut parent = None;
+        for b in 0..(seq.len() / 8) {
+            let toks: Vec<u32> = (b * 8..(b + 1) * 8).map(|i| seq.token(i)).collect();
+            if (b as usize + 1) * 8 <= prompt.len() {
+                assert_eq!(&toks[..], &prompt[b as usize * 8..(b as usize + 1) * 8]);
+            }
+            let local = block_hash(&toks, &mut bytes);
+            let h = sequence_hash(parent, local);
+            assert_eq!(seq.block_hashes(b, 8, &mut scratch), (h, local), "block {b}");
+            parent = Some(h);
+        }
     }
 }

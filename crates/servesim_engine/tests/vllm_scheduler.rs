@@ -9,7 +9,7 @@ fn engine(args: serde_json::Value) -> Engine {
 
 fn req(id: u64, len: u32, out: u32) -> Request {
     // Distinct content per request unless a test shares it on purpose.
-    Request { id, prompt: (0..len).map(|t| (id as u32) * 100_000 + t).collect(), max_output: out }
+    Request { id, prompt: (0..len).map(|t| (id as u32) * 100_000 + t).collect::<Vec<_>>().into(), max_output: out }
 }
 
 struct Pass {
@@ -98,14 +98,14 @@ fn zero_output_completes_after_prefill_without_a_token() {
 fn the_last_cached_block_is_recomputed() {
     let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 16}));
     let shared: Vec<u32> = (0..12).collect();
-    e.submit(Request { id: 1, prompt: shared[..8].to_vec(), max_output: 1 });
+    e.submit(Request { id: 1, prompt: shared[..8].to_vec().into(), max_output: 1 });
     step(&mut e);
     // 12 tokens sharing 8 cached: reuses 8, prefills 4.
-    e.submit(Request { id: 2, prompt: shared.clone(), max_output: 1 });
+    e.submit(Request { id: 2, prompt: shared.clone().into(), max_output: 1 });
     let p = step(&mut e);
     assert_eq!((p.admitted.clone(), p.scheduled), (vec![(2, 8)], 4));
     // A fully cached, block-aligned prompt recomputes its whole last block.
-    e.submit(Request { id: 3, prompt: shared.clone(), max_output: 1 });
+    e.submit(Request { id: 3, prompt: shared.clone().into(), max_output: 1 });
     let p = step(&mut e);
     assert_eq!((p.admitted, p.scheduled), (vec![(3, 8)], 4));
 }
@@ -137,8 +137,8 @@ fn stress_every_combination_emits_every_token_and_frees_every_block() {
                     "enable_prefix_caching": caching, "enable_chunked_prefill": chunked,
                 }));
                 for id in 0..200u64 {
-                    let prompt = (0..1000u32).map(|t| if shared && t < 800 { t } else { id as u32 * 10_000 + t }).collect();
-                    e.submit(Request { id, prompt, max_output: 100 });
+                    let prompt: Vec<u32> = (0..1000u32).map(|t| if shared && t < 800 { t } else { id as u32 * 10_000 + t }).collect();
+                    e.submit(Request { id, prompt: prompt.into(), max_output: 100 });
                 }
                 let (mut tokens, mut completed) = (0u64, 0u32);
                 let mut passes = 0;

@@ -355,7 +355,7 @@ impl Simulation {
         } else {
             (Vec::new(), 0)
         };
-        let query = RouteQuery { id: i as u64, prompt_tokens: req.prompt.len() as u32, block_hashes: &hashes, full_blocks: full };
+        let query = RouteQuery { id: i as u64, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full };
         let placement = p.router.route(&query);
         let rank = p.rank_of(placement.target);
         if p.role == Role::Prefill {
@@ -488,7 +488,7 @@ impl Simulation {
         let req = self.workload.request(i as usize, i as u64);
         let p = &mut self.pools[decode_pool];
         let (hashes, full) = prompt_hashes(&req, p.block_size, &mut self.scratch);
-        let placement = p.router.route(&RouteQuery { id: i as u64, prompt_tokens: req.prompt.len() as u32, block_hashes: &hashes, full_blocks: full });
+        let placement = p.router.route(&RouteQuery { id: i as u64, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full });
         let rank = p.rank_of(placement.target);
         if self.busy(rank) {
             self.ranks[rank].reservations.push(i);
@@ -532,7 +532,7 @@ impl Simulation {
                     KvTransferTimingMode::FullPrompt => req.prompt.len() as u64,
                     KvTransferTimingMode::DestinationMissing => {
                         let resident = self.ranks[rank].engine.resident_prefix_blocks(&req);
-                        (req.prompt.len() as u32).div_ceil(bs).saturating_sub(resident) as u64 * bs as u64
+                        req.prompt.len().div_ceil(bs).saturating_sub(resident) as u64 * bs as u64
                     }
                 };
                 duration_ms(Duration::from_secs_f64(tokens as f64 * bytes as f64 / (gbps * 1e9)))
@@ -561,15 +561,16 @@ impl Simulation {
 /// (which no cache can share), as the router tracks them.
 fn prompt_hashes(req: &Request, bs: u32, scratch: &mut (Vec<u32>, Vec<u8>, Vec<u64>)) -> (Vec<u64>, u32) {
     let (_, bytes, _) = scratch;
-    let full = req.prompt.len() as u32 / bs;
-    let mut out = Vec::with_capacity(req.prompt.len().div_ceil(bs as usize));
+    let tokens = req.prompt.to_vec();
+    let full = tokens.len() as u32 / bs;
+    let mut out = Vec::with_capacity(tokens.len().div_ceil(bs as usize));
     let mut parent = None;
-    for b in req.prompt.chunks_exact(bs as usize) {
+    for b in tokens.chunks_exact(bs as usize) {
         let h = sequence_hash(parent, block_hash(b, bytes));
         out.push(h);
         parent = Some(h);
     }
-    if req.prompt.len() as u32 % bs != 0 {
+    if tokens.len() as u32 % bs != 0 {
         out.push(mix64(req.id ^ 0x5EED_0000_0000_0000));
     }
     (out, full)

@@ -2,15 +2,14 @@
 //! percentiles from one, so servesim does too (bins of ratio γ = 1.001 / 0.999, the value of
 //! bin i reported as 2γ^i / (γ + 1)).
 
-/// Counts per bin in a dense array starting at bin `offset`; inter-token gaps and per-user
-/// rates span a few thousand bins at most.
+/// Counts per bin, sparse and sorted by bin: a time-series window holds a handful of
+/// distinct gaps, the whole run a few thousand at most.
 #[derive(Clone, Debug, Default)]
 pub struct DdSketch {
-    bins: Vec<u64>,
-    offset: i32,
+    bins: Vec<(i32, u64)>,
     count: u64,
     /// The last value added and its bin: the requests of one pass share their gap, so most
-    /// additions repeat the previous value and skip the logarithm.
+    /// additions repeat a recent value and skip the logarithm.
     memo: Option<(f64, i32)>,
 }
 
@@ -38,19 +37,10 @@ impl DdSketch {
                 i
             }
         };
-        if self.bins.is_empty() {
-            self.offset = i;
+        match self.bins.binary_search_by_key(&i, |b| b.0) {
+            Ok(k) => self.bins[k].1 += n,
+            Err(k) => self.bins.insert(k, (i, n)),
         }
-        if i < self.offset {
-            let grow = (self.offset - i) as usize;
-            self.bins.splice(0..0, std::iter::repeat_n(0, grow));
-            self.offset = i;
-        }
-        let k = (i - self.offset) as usize;
-        if k >= self.bins.len() {
-            self.bins.resize(k + 1, 0);
-        }
-        self.bins[k] += n;
         self.count += n;
     }
 
@@ -65,11 +55,11 @@ impl DdSketch {
         }
         let rank = ((self.count - 1) as f64 * q).round() as u64;
         let mut seen = 0;
-        for (k, &c) in self.bins.iter().enumerate() {
+        for &(i, c) in &self.bins {
             seen += c;
             if seen > rank {
                 let g = gamma();
-                return Some(2.0 * g.powi(self.offset + k as i32) / (g + 1.0));
+                return Some(2.0 * g.powi(i) / (g + 1.0));
             }
         }
         None

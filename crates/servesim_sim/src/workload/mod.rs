@@ -5,7 +5,7 @@
 pub mod mooncake;
 pub mod synthetic;
 
-use servesim_engine::Request;
+use servesim_engine::{Prompt, Request};
 
 /// One request of a workload. Hash ids live in the workload's shared id pool.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,15 +64,12 @@ impl Workload {
     /// (as a u32 token), truncated to the input length.
     pub fn request(&self, i: usize, id: u64) -> Request {
         let row = &self.rows[i];
-        let bt = self.block_tokens as usize;
-        let mut prompt = Vec::with_capacity(row.input_length as usize);
-        for &h in self.hash_ids(row) {
-            let n = bt.min(row.input_length as usize - prompt.len());
-            prompt.extend(std::iter::repeat_n(h as u32, n));
-            if prompt.len() == row.input_length as usize {
-                break;
-            }
-        }
-        Request { id, prompt, max_output: row.output_length }
+        let mut left = row.input_length;
+        let runs = self.hash_ids(row).iter().map(|&h| {
+            let n = self.block_tokens.min(left);
+            left -= n;
+            (h as u32, n)
+        });
+        Request { id, prompt: Prompt::from_runs(runs), max_output: row.output_length }
     }
 }

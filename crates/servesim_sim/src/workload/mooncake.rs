@@ -28,18 +28,48 @@ struct Line {
     priority: Option<serde_json::Value>,
 }
 
-/// Parses a whole trace. `source` names the file (or upload) in error messages.
+/// Parses a whole trace held in memory. `source` names the file (or upload) in errors.
 pub fn parse(text: &str, block_tokens: u32, source: &str) -> Result<Workload, SimError> {
-    if block_tokens == 0 {
-        return Err(SimError::new("trace_block_size must be positive"));
+    let mut p = Parser::new(block_tokens, source)?;
+    for line in text.lines() {
+        p.line(line)?;
     }
-    let mut w = Workload::new(block_tokens);
-    for (n, raw) in text.lines().enumerate() {
+    p.finish()
+}
+
+/// Parses a trace line by line from a reader, so a large file is never held whole.
+pub fn parse_reader(reader: impl std::io::BufRead, block_tokens: u32, source: &str) -> Result<Workload, SimError> {
+    let mut p = Parser::new(block_tokens, source)?;
+    for line in reader.lines() {
+        let line = line.map_err(|e| SimError::new(format!("{source}:{}: {e}", p.line_no + 1)))?;
+        p.line(&line)?;
+    }
+    p.finish()
+}
+
+/// Incremental trace parser: one line at a time into a [`Workload`].
+pub struct Parser<'a> {
+    workload: Workload,
+    source: &'a str,
+    line_no: usize,
+}
+
+impl<'a> Parser<'a> {
+    pub fn new(block_tokens: u32, source: &'a str) -> Result<Self, SimError> {
+        if block_tokens == 0 {
+            return Err(SimError::new("trace_block_size must be positive"));
+        }
+        Ok(Parser { workload: Workload::new(block_tokens), source, line_no: 0 })
+    }
+
+    pub fn line(&mut self, raw: &str) -> Result<(), SimError> {
+        self.line_no += 1;
         let raw = raw.trim();
         if raw.is_empty() {
-            continue;
+            return Ok(());
         }
-        let at = |msg: String| SimError::new(format!("{source}:{}: {msg}", n + 1));
+        let (source, n, block_tokens) = (self.source, self.line_no, self.workload.block_tokens);
+        let at = |msg: String| SimError::new(format!("{source}:{n}: {msg}"));
         let line: Line = serde_json::from_str(raw).map_err(|e| at(e.to_string()))?;
         if !line.timestamp.is_finite() {
             return Err(at("timestamp must be a finite number".into()));
@@ -56,12 +86,16 @@ pub fn parse(text: &str, block_tokens: u32, source: &str) -> Result<Workload, Si
                 line.hash_ids.len()
             )));
         }
-        w.push(line.timestamp, line.input_length, line.output_length, &line.hash_ids);
+        self.workload.push(line.timestamp, line.input_length, line.output_length, &line.hash_ids);
+        Ok(())
     }
-    if w.is_empty() {
-        return Err(SimError::new(format!("{source}: the trace has no requests")));
+
+    pub fn finish(self) -> Result<Workload, SimError> {
+        if self.workload.is_empty() {
+            return Err(SimError::new(format!("{}: the trace has no requests", self.source)));
+        }
+        Ok(self.workload)
     }
-    Ok(w)
 }
 
 #[cfg(test)]
@@ -73,7 +107,7 @@ mod tests {
         let t = "{\"created_time\": 5, \"input_tokens\": 5, \"output_tokens\": 2, \"hash_ids\": [7, 9]}\n\n";
         let w = parse(t, 3, "t.jsonl").unwrap();
         assert_eq!(w.len(), 1);
-        assert_eq!(w.request(0, 0).prompt, vec![7, 7, 7, 9, 9]);
+        assert_eq!(w.request(0, 0).prompt.to_vec(), vec![7, 7, 7, 9, 9]);
     }
 
     #[test]
