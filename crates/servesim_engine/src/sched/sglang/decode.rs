@@ -39,17 +39,18 @@ fn retract_one(core: &mut SglangCore) {
     core.waiting.push_back(s);
 }
 
-pub(super) fn decode_pass(core: &mut SglangCore) {
-    let mut need = pages_needed(core);
+/// SGLang's `check_decode_mem`: while the running requests' next step does not fit in the
+/// free and evictable pages, retract requests (never the last one). After a retraction,
+/// `new_token_ratio` is re-estimated from the survivors. Returns whether any was retracted.
+pub(super) fn retract_until_fits(core: &mut SglangCore) -> bool {
     let mut retracted = false;
-    while core.cache.free_pages() + core.cache.evictable_pages() < need && core.running.len() > 1 {
+    while core.cache.free_pages() + core.cache.evictable_pages() < pages_needed(core) && core.running.len() > 1 {
         retract_one(core);
         retracted = true;
-        need = pages_needed(core);
     }
     if retracted {
-        // Re-estimate from the survivors: what they generated so far plus a few more steps
-        // each, over what they may generate in all (capped at 1).
+        // What the survivors generated so far plus a few more steps each, over what they
+        // may generate in all (capped at 1).
         let (mut done, mut max) = (0u64, 0u64);
         for &s in &core.running {
             let r = core.req(s);
@@ -59,6 +60,12 @@ pub(super) fn decode_pass(core: &mut SglangCore) {
         let est = (done + RETRACT_DECODE_STEPS * core.running.len() as u64) as f64 / max as f64;
         core.ratio.current = est.min(1.0);
     }
+    retracted
+}
+
+pub(super) fn decode_pass(core: &mut SglangCore) {
+    let retracted = retract_until_fits(core);
+    let need = pages_needed(core);
     if core.cache.free_pages() + core.cache.evictable_pages() < need {
         // A lone request outgrew the pool: no retraction can help (the reference aborts).
         let s = core.running.pop().expect("a running request");

@@ -150,26 +150,47 @@ pub(super) fn run(core: &mut SglangCore, batch: Vec<ExtendChunk>) {
     core.out.committed_prefill_tokens += tokens;
 
     let mut unfinished = Vec::new();
+    let mut prefilled = Vec::new();
     for c in batch {
         core.req_mut(c.slot).seq.num_computed = c.prefix + c.tokens;
-        core.cache_materialized(c.slot);
-        if !c.last {
-            unfinished.push(c.slot);
-            continue;
-        }
-        let r = core.req_mut(c.slot);
-        r.seq.generated += 1;
-        let id = r.seq.id;
-        core.out.tokens.push(id);
-        if core.req(c.slot).seq.generation_done() {
-            core.complete(c.slot);
+        if c.last {
+            prefilled.push(c.slot);
         } else {
-            core.running.push(c.slot);
+            // The chunk's whole pages enter the cache now, still locked by the request.
+            core.cache_materialized(c.slot);
+            unfinished.push(c.slot);
         }
     }
     // A chunked request continues first in the next pass.
-    for s in unfinished.into_iter().rev() {
+    for &s in unfinished.iter().rev() {
         core.waiting.push_front(s);
+    }
+
+    // The newly prefilled join the running batch and take their decode step (their first
+    // token comes from the extend forward). The step's memory is checked over everything
+    // running, so a request may be retracted right after its prefill; only then is the
+    // step timed, as a decode of the newly prefilled that remain. Their prompt pages enter
+    // the cache only after the step: a request retracted here keeps just the prefix it had
+    // matched.
+    core.running.extend_from_slice(&prefilled);
+    let retracted = super::decode::retract_until_fits(core);
+    let survivors: Vec<u32> = prefilled.iter().copied().filter(|s| core.running.contains(s)).collect();
+    if retracted && !survivors.is_empty() && core.cfg.worker_type != crate::args::WorkerType::Prefill {
+        let context: u64 = survivors.iter().map(|&s| core.req(s).seq.len() as u64).sum();
+        let total = core.pool_tokens();
+        core.out.duration += core.timer.decode(survivors.len() as u64, context.min(total), total);
+    }
+    for s in survivors {
+        core.cache_materialized(s);
+        let r = core.req_mut(s);
+        r.seq.generated += 1;
+        let id = r.seq.id;
+        core.out.tokens.push(id);
+        if core.req(s).seq.generation_done() {
+            let pos = core.running.iter().position(|&x| x == s).expect("running");
+            core.running.remove(pos);
+            core.complete(s);
+        }
     }
 }
 
