@@ -46,25 +46,24 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Replay { case, timeseries } => replay(&case).and_then(|r| output(r, timeseries.as_deref())),
-        Command::Bench { case, runs } => bench(&case, runs),
         Command::Run { scenario, timeseries } => run(&scenario).and_then(|r| output(r, timeseries.as_deref())),
+        Command::Bench { case, runs } => bench(&case, runs).and_then(|json| print(|w| writeln!(w, "{json}"))),
     };
     match result {
-        Ok(json) => {
-            // A closed pipe (`| head`) is the reader's choice, not an error.
-            let mut out = std::io::stdout().lock();
-            match writeln!(out, "{json}") {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                    eprintln!("servesim: writing the result: {e}");
-                    ExitCode::from(1)
-                }
-                _ => ExitCode::SUCCESS,
-            }
-        }
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("servesim: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is the reader's choice, not an error.
+fn print(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), SimError> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match f(&mut out).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(SimError::new(format!("writing the result: {e}"))),
+        _ => Ok(()),
     }
 }
 
@@ -86,13 +85,13 @@ fn relative(base: &Path, p: &str) -> PathBuf {
     base.parent().unwrap_or(Path::new(".")).join(p)
 }
 
-/// The answer for stdout; the time series, if asked for, goes to its file.
-fn output(report: RunReport, timeseries: Option<&Path>) -> Result<String, SimError> {
+/// The answer goes to stdout; the time series, if asked for, to its file.
+fn output(report: RunReport, timeseries: Option<&Path>) -> Result<(), SimError> {
     if let Some(path) = timeseries {
         let json = serde_json::to_string(report.timeseries()).map_err(|e| SimError::new(e.to_string()))?;
         std::fs::write(path, json).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
     }
-    Ok(report.to_json().to_string())
+    print(|w| report.write_json(&mut *w))
 }
 
 fn replay(case_path: &Path) -> Result<RunReport, SimError> {

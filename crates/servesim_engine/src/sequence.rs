@@ -113,7 +113,7 @@ pub struct Sequence {
 impl Sequence {
     pub fn new(req: Request) -> Self {
         Sequence {
-            blocks: Vec::with_capacity(req.prompt.len() as usize / 16 + 4),
+            blocks: Vec::new(),
             prompt_len: req.prompt.len(),
             uniform_memo: None,
             id: req.id,

@@ -125,10 +125,6 @@ impl Collector {
 
     /// The summary, with the reference replay's keys and definitions.
     pub fn summary(&self) -> Map<String, Value> {
-        let mut ttft = Samples::default();
-        let mut ttst = Samples::default();
-        let mut tpot = Samples::default();
-        let mut e2e = Samples::default();
         let (mut completed, mut input, mut output, mut reused, mut first_reused) = (0u64, 0u64, 0u64, 0u64, 0u64);
         let mut rejected = 0u64;
         let mut unschedulable = 0u64;
@@ -137,33 +133,19 @@ impl Collector {
         for r in &self.records {
             match r.status {
                 Status::Completed => {}
-                Status::Rejected => {
-                    rejected += 1;
-                    continue;
-                }
-                Status::Unschedulable => {
-                    unschedulable += 1;
-                    continue;
-                }
-                Status::Pending => continue,
+                Status::Rejected => rejected += 1,
+                Status::Unschedulable => unschedulable += 1,
+                Status::Pending => {}
+            }
+            if r.status != Status::Completed {
+                continue;
             }
             completed += 1;
             input += r.input_length as u64;
             output += r.output_tokens as u64;
             reused += r.reused_input_tokens as u64;
             first_reused += r.first_admission_reused_tokens.unwrap_or(0) as u64;
-            let end = r.end_ms.unwrap_or(0.0);
-            last_end = last_end.max(end);
-            if let (Some(first), Some(last)) = (r.first_token_ms, r.last_token_ms) {
-                ttft.push(first - r.arrival_ms);
-                e2e.push(end - r.arrival_ms);
-                if let Some(gap) = r.ttst_ms {
-                    ttst.push(gap);
-                }
-                if r.output_tokens >= 2 {
-                    tpot.push((last - first) / (r.output_tokens - 1) as f64);
-                }
-            }
+            last_end = last_end.max(r.end_ms.unwrap_or(0.0));
         }
         let duration = if completed == 0 || !first_arrival.is_finite() { 0.0 } else { last_end - first_arrival };
         let per_s = |x: u64| if duration > 0.0 { x as f64 / (duration / 1000.0) } else { 0.0 };
@@ -185,14 +167,24 @@ impl Collector {
         m.insert("processed_tokens".into(), (input + output).into());
         m.insert("prefix_cache_reused_ratio".into(), num(ratio(reused)));
         m.insert("first_admission_prefix_cache_reused_ratio".into(), num(ratio(first_reused)));
-        m.insert("num_ttft_samples".into(), ttft.0.len().into());
-        m.insert("num_tpot_samples".into(), tpot.0.len().into());
-        m.insert("num_e2e_latency_samples".into(), e2e.0.len().into());
-        ttft.write(&mut m, "ttft_ms");
-        ttst.write(&mut m, "ttst_ms");
-        tpot.write(&mut m, "tpot_ms");
+        // Over completed requests with at least one token; one sample set at a time.
+        let timed = || self.records.iter().filter(|r| r.status == Status::Completed && r.first_token_ms.is_some());
+        let ttft = |r: &RequestRecord| r.first_token_ms.map(|f| f - r.arrival_ms);
+        let e2e = |r: &RequestRecord| r.end_ms.map(|e| e - r.arrival_ms);
+        let tpot = |r: &RequestRecord| match (r.first_token_ms, r.last_token_ms) {
+            (Some(f), Some(l)) if r.output_tokens >= 2 => Some((l - f) / (r.output_tokens - 1) as f64),
+            _ => None,
+        };
+        let samples = |f: &dyn Fn(&RequestRecord) -> Option<f64>| Samples(timed().filter_map(f).collect());
+        let count = |f: &dyn Fn(&RequestRecord) -> Option<f64>| timed().filter_map(f).count();
+        m.insert("num_ttft_samples".into(), count(&ttft).into());
+        m.insert("num_tpot_samples".into(), count(&tpot).into());
+        m.insert("num_e2e_latency_samples".into(), count(&e2e).into());
+        samples(&ttft).write(&mut m, "ttft_ms");
+        samples(&|r| r.ttst_ms).write(&mut m, "ttst_ms");
+        samples(&tpot).write(&mut m, "tpot_ms");
         self.itl.write(&mut m, "itl_ms");
-        e2e.write(&mut m, "e2e_latency_ms");
+        samples(&e2e).write(&mut m, "e2e_latency_ms");
         self.per_user_tps.write(&mut m, "output_token_throughput_per_user");
         m
     }

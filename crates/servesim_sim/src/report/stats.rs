@@ -60,10 +60,6 @@ impl Sketched {
 }
 
 impl Samples {
-    pub fn push(&mut self, x: f64) {
-        self.0.push(x);
-    }
-
     pub fn write(&mut self, out: &mut Map<String, Value>, name: &str) {
         let v = &mut self.0;
         if v.is_empty() {

@@ -22,7 +22,8 @@ pub struct TraceRow {
 #[derive(Clone, Debug, Default)]
 pub struct Workload {
     pub rows: Vec<TraceRow>,
-    ids: Vec<u64>,
+    /// Each id becomes a u32 token, so only its low 32 bits matter (as in the reference).
+    ids: Vec<u32>,
     /// Tokens each hash id stands for.
     pub block_tokens: u32,
 }
@@ -34,7 +35,7 @@ impl Workload {
 
     pub fn push(&mut self, timestamp: f64, input_length: u32, output_length: u32, hash_ids: &[u64]) {
         let ids_start = self.ids.len() as u32;
-        self.ids.extend_from_slice(hash_ids);
+        self.ids.extend(hash_ids.iter().map(|&h| h as u32));
         self.rows.push(TraceRow { timestamp, input_length, output_length, ids_start, ids_len: hash_ids.len() as u32 });
     }
 
@@ -46,7 +47,7 @@ impl Workload {
         self.rows.is_empty()
     }
 
-    pub fn hash_ids(&self, row: &TraceRow) -> &[u64] {
+    pub fn hash_ids(&self, row: &TraceRow) -> &[u32] {
         &self.ids[row.ids_start as usize..(row.ids_start + row.ids_len) as usize]
     }
 
@@ -68,7 +69,7 @@ impl Workload {
         let runs = self.hash_ids(row).iter().map(|&h| {
             let n = self.block_tokens.min(left);
             left -= n;
-            (h as u32, n)
+            (h, n)
         });
         Request { id, prompt: Prompt::from_runs(runs), max_output: row.output_length }
     }

@@ -182,7 +182,7 @@ mod tests {
         let mean_isl = a.rows.iter().map(|r| r.input_length as f64).sum::<f64>() / 2000.0;
         assert!((mean_isl - 2048.0).abs() < 50.0, "isl {mean_isl}");
         // Requests of one group share their leading ids.
-        let firsts: std::collections::BTreeSet<u64> = a.rows.iter().map(|r| a.hash_ids(r)[0]).collect();
+        let firsts: std::collections::BTreeSet<u32> = a.rows.iter().map(|r| a.hash_ids(r)[0]).collect();
         assert_eq!(firsts.len(), 4);
     }
 
