@@ -98,7 +98,8 @@ impl SyntheticSpec {
         let mut w = Workload::new(self.block_tokens);
         let mean_gap = 1000.0 / self.rate_rps;
         let mut t = 0.0;
-        let mut next_id: u64 = 1 << 40;
+        // Ids become u32 tokens: group prefixes below 2^31, unique blocks from 2^31 up.
+        let mut next_id: u64 = 1 << 31;
         let mut ids = Vec::new();
         for i in 0..self.num_requests {
             if i > 0 {
@@ -120,7 +121,7 @@ impl SyntheticSpec {
             ids.clear();
             if shared > 0 {
                 let g = rng.random_range(0..self.num_prefix_groups) as u64;
-                ids.extend((0..shared as u64).map(|j| ((g + 1) << 32) | j));
+                ids.extend((0..shared as u64).map(|j| (1 << 30) + (g << 20) + j));
             }
             while (ids.len() as u32) < blocks {
                 next_id += 1;
