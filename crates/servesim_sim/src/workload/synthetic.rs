@@ -88,6 +88,9 @@ impl SyntheticSpec {
         if self.block_tokens == 0 {
             return bad("block_tokens", "must be positive");
         }
+        if self.num_prefix_groups > 1000 {
+            return bad("num_prefix_groups", "must be at most 1000");
+        }
         Ok(())
     }
 
