@@ -22,7 +22,7 @@ fn pages_needed(core: &SglangCore) -> u32 {
 /// Retracts the running request with the fewest generated tokens (the earliest in running
 /// order on ties). It keeps its generated tokens and its cached prefix stays in the tree,
 /// so readmission reuses whatever survives; it queues behind the requests already waiting.
-fn retract_one(core: &mut SglangCore) {
+fn retract_one(core: &mut SglangCore) -> (u32, crate::kv::NodeId) {
     let (pos, _) = core
         .running
         .iter()
@@ -30,6 +30,7 @@ fn retract_one(core: &mut SglangCore) {
         .min_by_key(|&(i, &s)| (core.req(s).seq.generated, i))
         .expect("a running request");
     let s = core.running.remove(pos);
+    let node = core.req(s).node;
     core.release(s);
     let r = core.req_mut(s);
     r.seq.num_computed = 0;
@@ -37,18 +38,18 @@ fn retract_one(core: &mut SglangCore) {
     core.out.preempted.push(id);
     core.retractions_total += 1;
     core.waiting.push_back(s);
+    (s, node)
 }
 
 /// SGLang's `check_decode_mem`: while the running requests' next step does not fit in the
 /// free and evictable pages, retract requests (never the last one). After a retraction,
 /// `new_token_ratio` is re-estimated from the survivors. Returns whether any was retracted.
-pub(super) fn retract_until_fits(core: &mut SglangCore) -> bool {
-    let mut retracted = false;
+pub(super) fn retract_until_fits(core: &mut SglangCore) -> Vec<(u32, crate::kv::NodeId)> {
+    let mut victims = Vec::new();
     while core.cache.free_pages() + core.cache.evictable_pages() < pages_needed(core) && core.running.len() > 1 {
-        retract_one(core);
-        retracted = true;
+        victims.push(retract_one(core));
     }
-    if retracted {
+    if !victims.is_empty() {
         // What the survivors generated so far plus a few more steps each, over what they
         // may generate in all (capped at 1).
         let (mut done, mut max) = (0u64, 0u64);
@@ -60,11 +61,11 @@ pub(super) fn retract_until_fits(core: &mut SglangCore) -> bool {
         let est = (done + RETRACT_DECODE_STEPS * core.running.len() as u64) as f64 / max as f64;
         core.ratio.current = est.min(1.0);
     }
-    retracted
+    victims
 }
 
 pub(super) fn decode_pass(core: &mut SglangCore) {
-    let retracted = retract_until_fits(core);
+    let retracted = !retract_until_fits(core).is_empty();
     let need = pages_needed(core);
     if core.cache.free_pages() + core.cache.evictable_pages() < need {
         // A lone request outgrew the pool: no retraction can help (the reference aborts).

@@ -208,10 +208,12 @@ impl SglangCore {
     fn release(&mut self, s: u32) {
         let r = self.req_mut(s);
         let (node, private) = (r.node, r.private_pages);
+        let held = std::mem::replace(&mut r.held_lock, ROOT);
         r.node = ROOT;
         r.tree_pages = 0;
         r.private_pages = 0;
         self.cache.unlock(node);
+        self.cache.unlock(held);
         self.cache.release_private(private);
     }
 

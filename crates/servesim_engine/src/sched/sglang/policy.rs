@@ -14,8 +14,10 @@ const DEPRIORITIZE_TOKENS: u32 = 32;
 
 /// Longest prefix match: stable sort by (shares an uncached prefix with an earlier waiting
 /// request, then longer cached match first). The order persists, as SGLang sorts its queue.
+/// Without a prefix cache there is nothing to match, and LPM is plain FIFO.
 pub(super) fn reorder_waiting(core: &mut SglangCore) {
-    if core.cfg.policy != SchedulePolicy::Lpm || core.waiting.len() > LPM_MAX_WAITING || core.waiting.len() < 2 {
+    let lpm = core.cfg.policy == SchedulePolicy::Lpm && core.cfg.prefix_caching;
+    if !lpm || core.waiting.len() > LPM_MAX_WAITING || core.waiting.len() < 2 {
         return;
     }
     let page = core.cfg.page;
@@ -26,12 +28,8 @@ pub(super) fn reorder_waiting(core: &mut SglangCore) {
     for s in waiting {
         let len = core.req(s).seq.len();
         let full = len / page;
-        let matched = if core.cfg.prefix_caching {
-            let keys = core.page_hashes(s, 0, full);
-            core.cache.peek(keys.iter().map(|k| k.0)).1 * page
-        } else {
-            0
-        };
+        let keys = core.page_hashes(s, 0, full);
+        let matched = core.cache.peek(keys.iter().map(|k| k.0)).1 * page;
         let mut deprioritized = false;
         if matched <= IN_BATCH_CHECK_TOKENS && full >= probe_pages {
             let probe = core.page_hashes(s, probe_pages - 1, probe_pages)[0].1;

@@ -111,6 +111,8 @@ pub(super) fn form(core: &mut SglangCore) -> Vec<ExtendChunk> {
             break;
         }
         core.waiting.pop_front();
+        let held = std::mem::replace(&mut core.req_mut(s).held_lock, ROOT);
+        core.cache.unlock(held);
         let r = core.req_mut(s);
         r.private_pages += fresh;
         if !continuing {
@@ -173,8 +175,17 @@ pub(super) fn run(core: &mut SglangCore, batch: Vec<ExtendChunk>) {
     // the cache only after the step: a request retracted here keeps just the prefix it had
     // matched.
     core.running.extend_from_slice(&prefilled);
-    let retracted = super::decode::retract_until_fits(core);
+    let victims = super::decode::retract_until_fits(core);
+    let retracted = !victims.is_empty();
     let survivors: Vec<u32> = prefilled.iter().copied().filter(|s| core.running.contains(s)).collect();
+    if retracted && survivors.is_empty() {
+        // When no newly prefilled request survives the step, the reference leaves each
+        // victim's matched prefix locked while it waits; the lock goes at its readmission.
+        for &(s, node) in &victims {
+            core.cache.lock(node);
+            core.req_mut(s).held_lock = node;
+        }
+    }
     if retracted && !survivors.is_empty() && core.cfg.worker_type != crate::args::WorkerType::Prefill {
         let context: u64 = survivors.iter().map(|&s| core.req(s).seq.len() as u64).sum();
         let total = core.pool_tokens();

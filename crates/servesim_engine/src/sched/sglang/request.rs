@@ -13,11 +13,13 @@ pub(super) struct SgRequest {
     pub tree_pages: u32,
     /// Pages held outside the tree: the uncached tail.
     pub private_pages: u32,
+    /// A prefix lock kept while waiting after some retractions (see `prefill_batch::run`).
+    pub held_lock: NodeId,
 }
 
 impl SgRequest {
     pub fn new(req: Request) -> Self {
-        SgRequest { seq: Sequence::new(req), node: ROOT, tree_pages: 0, private_pages: 0 }
+        SgRequest { seq: Sequence::new(req), node: ROOT, tree_pages: 0, private_pages: 0, held_lock: ROOT }
     }
 
     /// Tokens of KV space held (page-rounded).
