@@ -2,10 +2,11 @@
 // the status line.
 
 import { Engine } from './engine';
+import type { Early } from './early';
 import { diff, type JsonObject } from './scenario';
 import { decodeLink, encodeLink, LinkError } from './share';
 
-export const STORAGE_KEY = 'servesim.scenario.v1';
+export { STORAGE_KEY } from './early';
 
 export type State = 'loading' | 'ready' | 'running' | 'done' | 'error';
 
@@ -36,7 +37,7 @@ export interface Boot {
 
 /** Starts the worker and waits for the engine's defaults. */
 export async function boot(): Promise<Boot> {
-  const early = (globalThis as { __servesimEarly?: { engine: Engine; hello: ReturnType<Engine['hello']> } }).__servesimEarly;
+  const early = (globalThis as { __servesimEarly?: Early }).__servesimEarly;
   const engine = early?.engine ?? new Engine();
   const hello = await (early?.hello ?? engine.hello());
   return { engine, defaults: JSON.parse(hello.defaults) as JsonObject, version: hello.version };

@@ -3,6 +3,7 @@
 
 import { boot, intervalFor, pageUrl, scenarioFromHash, showMessage, Status } from './app';
 import { Charts } from './charts';
+import { takeSpeculative } from './early';
 import { renderHeadline } from './results';
 
 const status = new Status(document.getElementById('status')!);
@@ -27,7 +28,12 @@ async function start(): Promise<void> {
   status.set('running', 'Running…');
   progress.hidden = false;
   try {
-    const result = await app.engine.run(JSON.stringify(chosen), undefined, intervalFor(chosen, app.defaults), (p) => (progress.value = p)).result;
+    // Without a link the view shows the default scenario: adopt the run early.ts started.
+    const early = takeSpeculative();
+    if (early && scenario === null && !error) early.onProgress = (p) => (progress.value = p);
+    else early?.cancel();
+    const job = early && scenario === null && !error ? early : app.engine.run(JSON.stringify(chosen), undefined, intervalFor(chosen, app.defaults), (p) => (progress.value = p));
+    const result = await job.result;
     const run = { label: 'run', result };
     renderHeadline(document.getElementById('headline')!, [run]);
     charts.render([run]);

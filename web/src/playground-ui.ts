@@ -6,6 +6,7 @@ import { Charts, type Run } from './charts';
 import { ConfigForm } from './form';
 import { cliCommand, download, fmt, recordsCsv, renderHeadline, renderReasons, renderSummary, seriesCsv } from './results';
 import { diff, getPath, pretty, type JsonObject } from './scenario';
+import { takeSpeculative } from './early';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -76,15 +77,26 @@ async function run(): Promise<void> {
   const forHash = await hashFor(scenario, app.defaults);
   if (seq !== runSeq) return; // a newer run was asked for meanwhile
   performance.mark('servesim:run');
-  const started = app.engine.run(
-    scenarioJson,
-    traceFile(),
-    intervalFor(scenario, app.defaults),
-    (p) => {
+  // The run early.ts started for the default scenario, if this is still it.
+  const early = takeSpeculative();
+  let started: { id: number; result: Promise<import('./protocol').RunResult>; cancel: () => void };
+  if (early && forHash === '' && traceFile() === undefined && form.files() === undefined) {
+    early.onProgress = (p) => {
       progress.value = p;
-    },
-    form.files(),
-  );
+    };
+    started = early;
+  } else {
+    early?.cancel();
+    started = app.engine.run(
+      scenarioJson,
+      traceFile(),
+      intervalFor(scenario, app.defaults),
+      (p) => {
+        progress.value = p;
+      },
+      form.files(),
+    );
+  }
   job = started;
   status.set('running', 'Running…');
   progress.value = 0;
