@@ -83,15 +83,16 @@ test('the page loads and shows the default scenario\'s results and charts within
 });
 
 test('changing the eviction backend and the bandwidth and running again changes the numbers', async ({ page }) => {
-  // FIXME(kvbm eviction): the engine does not know `engine.eviction_backend` yet (the kvbm
-  // eviction backends lineage / lru / multi_lru have not landed), so the page shows the
-  // engine's "unknown field" message instead of new numbers. Disaggregation has landed: the
-  // bandwidth half is covered by the next test. Remove this line when eviction backends land.
+  // FIXME(kvbm eviction): the engine does not know `engine.kv_manager` / `eviction_backend`
+  // yet (the kvbm manager and its eviction backends lineage / lru / multi_lru have not
+  // landed), so the page shows the engine's "unknown field" message instead of new numbers.
+  // Disaggregation has landed: the bandwidth half is covered by the next test. Remove this
+  // line when kvbm eviction lands.
   test.fixme(true, 'needs kvbm eviction backends (engine.eviction_backend) in the engine');
   // KV pressure with shared prefixes (the eviction choice matters) and a disaggregated pool
   // (the prefill → decode transfer bandwidth matters).
   const base = {
-    engine: { num_gpu_blocks: 300, kv_bytes_per_token: 131072, kv_transfer_bandwidth: 64 },
+    engine: { num_gpu_blocks: 300, kv_bytes_per_token: 131072, kv_transfer_bandwidth: 64, kv_manager: 'kvbm' },
     cluster: { num_workers: 1, num_prefill_workers: 1, num_decode_workers: 1 },
     workload: { type: 'synthetic', num_requests: 300, rate_rps: 20, num_prefix_groups: 8, shared_prefix_ratio: 0.5 },
   };
