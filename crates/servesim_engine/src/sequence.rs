@@ -155,8 +155,14 @@ impl Sequence {
         match self.prompt.token(i) {
             Some(t) => t,
             // A Weyl sequence from a per-request seed: cheap, and distinct across requests.
-            None => (mix64(self.id).wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 32) as u32,
+            None => self.generated_token(i),
         }
+    }
+
+    /// Generated token at position `i` (past the prompt): a Weyl sequence from a per-request
+    /// seed, cheap and distinct across requests.
+    fn generated_token(&self, i: u32) -> u32 {
+        weyl(mix64(self.id), i)
     }
 
     /// (sequence hash, local hash) of full block `i`; `i` must be below `len() / bs`.
@@ -176,7 +182,8 @@ impl Sequence {
                     toks.clear();
                     let prompt_end = end.min(self.prompt_len).max(start);
                     self.prompt.extend_tokens(start, prompt_end, toks);
-                    toks.extend((prompt_end..end).map(|q| self.token(q)));
+                    let seed = mix64(self.id);
+                    toks.extend((prompt_end..end).map(|q| weyl(seed, q)));
                     let h = block_hash(toks, bytes);
                     if let Some(t) = uniform {
                         self.uniform_memo = Some((t, h));
@@ -194,6 +201,10 @@ impl Sequence {
     pub fn parent_of(&self, i: u32) -> Option<u64> {
         if i == 0 { None } else { Some(self.hashes[(i - 1) as usize].0) }
     }
+}
+
+fn weyl(seed: u64, i: u32) -> u32 {
+    (seed.wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 32) as u32
 }
 
 #[cfg(test)]

@@ -76,7 +76,18 @@ pub fn replay_case(case_json: &str, source: &str, trace: &str, files: Option<Obj
     servesim_sim::replay::load_profiles(&mut cfg, &mut |name| read_file(&files, name)).map_err(js_err)?;
     let workload = servesim_sim::workload::mooncake::parse(trace, case.trace_block_size(), &case.trace).map_err(js_err)?;
     let report = servesim_sim::Simulation::new(&cfg, workload).map_err(js_err)?.run();
-    Ok(report.to_json().to_string())
+    report_text(&report)
+}
+
+/// The native CLI's writer, so the page's and `servesim`'s outputs are the same bytes (less
+/// the final newline).
+fn report_text(report: &RunReport) -> Result<String, JsError> {
+    let mut out = Vec::new();
+    report.write_json(&mut out).map_err(js_err)?;
+    if out.last() == Some(&b'\n') {
+        out.pop();
+    }
+    String::from_utf8(out).map_err(js_err)
 }
 
 fn read_file(files: &Option<Object>, name: &str) -> Result<Vec<u8>, SimError> {
@@ -213,7 +224,7 @@ impl Simulation {
     /// "not_completed"?}`, as JSON text.
     #[wasm_bindgen(js_name = reportJson)]
     pub fn report_json(&self) -> Result<String, JsError> {
-        Ok(self.report()?.to_json().to_string())
+        report_text(self.report()?)
     }
 
     /// Per-request records as columns of equal length (one `Float64Array` each, `NaN` where

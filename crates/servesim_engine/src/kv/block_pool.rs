@@ -51,7 +51,7 @@ impl BlockPool {
             lru_head: NIL,
             lru_tail: NIL,
             inactive: 0,
-            copies: FxHashMap::default(),
+            copies: FxHashMap::with_capacity_and_hasher(capacity as usize, Default::default()),
             events,
             evicted: Vec::new(),
         }
@@ -183,19 +183,21 @@ impl BlockPool {
         self.unlink(s);
         let Slot { hash, next_copy, .. } = self.slots[s as usize];
         self.slots[s as usize].cached = false;
-        let head = self.copies[&hash];
-        if head == s {
+        let std::collections::hash_map::Entry::Occupied(mut head) = self.copies.entry(hash) else {
+            unreachable!("an evicted block is cache-visible");
+        };
+        if *head.get() == s {
             if next_copy == NIL {
                 // The last copy is gone: the router must forget the block.
-                self.copies.remove(&hash);
+                head.remove();
                 if self.events.enabled {
                     self.evicted.push(hash);
                 }
             } else {
-                self.copies.insert(hash, next_copy);
+                head.insert(next_copy);
             }
         } else {
-            let mut c = head;
+            let mut c = *head.get();
             while self.slots[c as usize].next_copy != s {
                 c = self.slots[c as usize].next_copy;
             }

@@ -13,6 +13,8 @@ use std::collections::VecDeque;
 #[derive(Clone, Debug)]
 struct Config {
     block_size: u32,
+    /// log2 of the block size, when it is a power of two.
+    block_shift: Option<u32>,
     num_blocks: u32,
     max_num_seqs: usize,
     /// Per-pass token budget (u64::MAX when unbounded).
@@ -79,6 +81,7 @@ impl VllmCore {
     pub fn new(args: &EngineArgs, dp_rank: u32, emit_events: bool) -> Result<Self, ArgsError> {
         let cfg = Config {
             block_size: args.block_size(),
+            block_shift: args.block_size().is_power_of_two().then(|| args.block_size().trailing_zeros()),
             num_blocks: args.num_gpu_blocks,
             max_num_seqs: args.max_num_seqs.map_or(usize::MAX, |n| n as usize),
             budget: args.max_num_batched_tokens.map_or(u64::MAX, u64::from),
@@ -155,8 +158,21 @@ impl VllmCore {
         self.seqs[s as usize].as_mut().expect("live sequence")
     }
 
+    /// Blocks holding `tokens` tokens. Block sizes are nearly always powers of two: a shift
+    /// keeps an integer division out of the per-token path.
     fn blocks_for(&self, tokens: u32) -> u32 {
-        tokens.div_ceil(self.cfg.block_size)
+        match self.cfg.block_shift {
+            Some(k) => (tokens + self.cfg.block_size - 1) >> k,
+            None => tokens.div_ceil(self.cfg.block_size),
+        }
+    }
+
+    /// Full blocks within `tokens` tokens.
+    fn full_blocks(&self, tokens: u32) -> u32 {
+        match self.cfg.block_shift {
+            Some(k) => tokens >> k,
+            None => tokens / self.cfg.block_size,
+        }
     }
 
     /// One forward pass.
@@ -319,6 +335,11 @@ impl VllmCore {
         while !covered {
             let seq = self.seqs[s as usize].as_mut().expect("live sequence");
             let held = seq.blocks.len() as u32;
+            if held == 0 {
+                // Room for every block the request will need, once.
+                let final_len = seq.prompt_len() + seq.max_output;
+                seq.blocks.reserve_exact(final_len.div_ceil(self.cfg.block_size).min(self.cfg.num_blocks) as usize);
+            }
             let ok = if held == 0 {
                 let hits: &[SlotId] = if cached > 0 { &hit.expect("hit").slots } else { &[] };
                 let fresh = target_blocks - hits.len() as u32;
@@ -344,12 +365,12 @@ impl VllmCore {
         }
 
         let bs = self.cfg.block_size;
+        let full = self.full_blocks(before + desired);
         let seq = self.seqs[s as usize].as_mut().expect("live sequence");
         if let Some(h) = hit {
             seq.visible = h.slots.len() as u32;
         }
         seq.num_computed = before + desired;
-        let full = seq.num_computed / bs;
         if self.cfg.prefix_caching && full > seq.visible {
             let run = &mut self.run_scratch;
             run.clear();
