@@ -55,6 +55,28 @@ pub enum TimingModel {
     External { provider: String, #[serde(default)] config: serde_json::Value },
 }
 
+/// Which KV block manager backs the vLLM scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KvManager {
+    /// The vLLM-faithful pool (blocks visible once computed); matches the reference.
+    Native,
+    /// The kvbm-style logical manager with a choice of eviction backend.
+    Kvbm,
+}
+
+/// How the kvbm manager picks an inactive block to evict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvictionBackend {
+    /// Leaves before shared prefixes, oldest first.
+    Lineage,
+    /// Least recently released first.
+    Lru,
+    /// Four LRU tiers chosen by a TinyLFU frequency estimate; coldest tier first.
+    MultiLru,
+}
+
 /// SGLang-specific knobs (`engine.sglang`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -130,6 +152,10 @@ pub struct EngineArgs {
     pub timing_model: TimingModel,
     #[serde(default)]
     pub sglang: Option<SglangArgs>,
+    #[serde(default = "default_kv_manager")]
+    pub kv_manager: KvManager,
+    #[serde(default = "default_eviction_backend")]
+    pub eviction_backend: EvictionBackend,
     /// Path of a planner profile (NPZ) timing the passes, as with Dynamo's
     /// `--planner-profile-data`; same as an external `dynamo_profile` timing model.
     #[serde(default)]
@@ -166,6 +192,12 @@ fn yes() -> bool {
 }
 fn one() -> f64 {
     1.0
+}
+fn default_kv_manager() -> KvManager {
+    KvManager::Native
+}
+fn default_eviction_backend() -> EvictionBackend {
+    EvictionBackend::Lineage
 }
 fn default_dp() -> u32 {
     1

@@ -2,6 +2,7 @@
 
 pub mod block_pool;
 pub mod events;
+pub mod kvbm;
 pub mod radix;
 
 pub use block_pool::{BlockPool, SlotId};
