@@ -221,6 +221,8 @@ pub struct Simulation {
     collector: Collector,
     recorder: Recorder,
     scratch: (Vec<u32>, Vec<u8>, Vec<u64>),
+    /// Verify invariants after every pass (on in debug builds; tests turn it on).
+    checks: bool,
 }
 
 impl Simulation {
@@ -243,6 +245,7 @@ impl Simulation {
             collector: Collector::new(),
             recorder: Recorder::new(cfg.timeseries_interval_ms),
             scratch: Default::default(),
+            checks: cfg!(debug_assertions),
             workload,
         };
         match &cfg.disagg {
@@ -301,6 +304,14 @@ impl Simulation {
         Ok(())
     }
 
+    /// Checks invariants after every pass — blocks balance in every rank, the clock never
+    /// goes backwards, every request ends exactly once and none is lost — and panics with the
+    /// broken one. On by default in debug builds.
+    pub fn with_checks(mut self, on: bool) -> Self {
+        self.checks = on;
+        self
+    }
+
     /// Virtual time reached so far.
     pub fn now_ms(&self) -> f64 {
         self.now_ms
@@ -333,6 +344,9 @@ impl Simulation {
                 (None, Some(a)) => a,
                 (Some(e), Some(a)) => e.min(a),
             };
+            if self.checks {
+                assert!(t >= self.now_ms, "the clock went backwards: {} ms after {} ms", t, self.now_ms);
+            }
             self.now_ms = t;
             while self.events.peek().is_some_and(|e| e.0.at_ms <= t) {
                 let Reverse(e) = self.events.pop().expect("peeked");
@@ -365,6 +379,10 @@ impl Simulation {
 
     /// Ends the run (early, if it is not done: unfinished requests stay pending).
     pub fn finish(self) -> RunReport {
+        if self.checks && self.is_done() {
+            let lost: Vec<usize> = self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
+            assert!(lost.is_empty(), "requests never finished (trace lines {:?})", lost.iter().map(|i| i + 1).collect::<Vec<_>>());
+        }
         RunReport { collector: self.collector, timeseries: self.recorder.finish() }
     }
 
@@ -435,6 +453,11 @@ impl Simulation {
                 rank.pending.finished.extend(stuck);
             }
             rank.stepped = true;
+            if self.checks {
+                if let Err(e) = rank.engine.check() {
+                    panic!("worker {w}, rank {r}: {e} after the pass at {now} ms");
+                }
+            }
         }
         self.workers[w].busy = true;
         self.push(now + duration_ms(longest), EventKind::PassEnd { worker: w as u32 });
@@ -577,6 +600,10 @@ impl Simulation {
 
     fn finish_request(&mut self, i: u32, status: Status, reason: Option<String>) {
         let t = self.now_ms;
+        if self.checks {
+            let was = self.collector.records[i as usize].status;
+            assert!(was == Status::Pending, "request {i} (trace line {}) finished twice: {was:?}, then {status:?}", i + 1);
+        }
         self.collector.finish(i, t, status, reason);
         if status == Status::Completed {
             self.recorder.completed(t, self.collector.records[i as usize].input_length);

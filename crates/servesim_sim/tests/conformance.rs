@@ -41,7 +41,7 @@ fn run_case(path: &Path) -> Value {
     let trace_path = path.parent().unwrap().join(&case.trace);
     let trace = std::fs::read_to_string(&trace_path).unwrap();
     let workload = mooncake::parse(&trace, case.trace_block_size(), "trace").unwrap();
-    Simulation::new(&cfg, workload).unwrap().run().to_json()
+    Simulation::new(&cfg, workload).unwrap().with_checks(true).run().to_json()
 }
 
 fn close(reference: &Value, got: &Value) -> bool {

@@ -16,7 +16,7 @@ fn windows_add_up_to_the_summary() {
     )
     .unwrap();
     let WorkloadSpec::Synthetic(spec) = &s.workload else { unreachable!() };
-    let report = Simulation::new(&s.config().unwrap(), spec.generate().unwrap()).unwrap().run();
+    let report = Simulation::new(&s.config().unwrap(), spec.generate().unwrap()).unwrap().with_checks(true).run();
     let summary = report.summary();
     let ts = report.timeseries();
     let secs = ts.interval_ms / 1000.0;

@@ -16,7 +16,7 @@ fn run(rows: &[(f64, u32, u32)], engine: serde_json::Value) -> serde_json::Value
         text += "\n";
     }
     let w = mooncake::parse(&text, 16, "t.jsonl").unwrap();
-    Simulation::new(&case.config().unwrap(), w).unwrap().run().to_json()
+    Simulation::new(&case.config().unwrap(), w).unwrap().with_checks(true).run().to_json()
 }
 
 #[test]
