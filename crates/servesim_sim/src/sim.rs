@@ -213,14 +213,13 @@ pub struct Simulation {
     pools: Vec<Pool>,
     workers: Vec<Worker>,
     ranks: Vec<Rank>,
-    /// Rank each request's decoding (or aggregated) work went to; u32::MAX before routing.
     events: BinaryHeap<Reverse<Event>>,
     seq: u64,
     now_ms: f64,
     finished: usize,
     collector: Collector,
     recorder: Recorder,
-    scratch: (Vec<u32>, Vec<u8>, Vec<u64>),
+    scratch: Vec<u8>,
     /// Verify invariants after every pass (on in debug builds; tests turn it on).
     checks: bool,
 }
@@ -614,8 +613,7 @@ impl Simulation {
 
 /// Sequence hashes of a prompt's full blocks, then a unique id for a partial tail block
 /// (which no cache can share), as the router tracks them.
-fn prompt_hashes(req: &Request, bs: u32, scratch: &mut (Vec<u32>, Vec<u8>, Vec<u64>)) -> (Vec<u64>, u32) {
-    let (_, bytes, _) = scratch;
+fn prompt_hashes(req: &Request, bs: u32, bytes: &mut Vec<u8>) -> (Vec<u64>, u32) {
     let tokens = req.prompt.to_vec();
     let full = tokens.len() as u32 / bs;
     let mut out = Vec::with_capacity(tokens.len().div_ceil(bs as usize));
