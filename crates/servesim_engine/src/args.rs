@@ -53,6 +53,8 @@ pub enum TimingModel {
     Fixed { prefill_ms: f64, decode_ms: f64 },
     /// A measured profile (`provider: "dynamo_profile"`, `config.path` to an NPZ file).
     External { provider: String, #[serde(default)] config: serde_json::Value },
+    /// servesim's roofline from a model's shape and a GPU's figures.
+    Roofline(crate::perf::roofline::RooflineArgs),
 }
 
 /// Which KV block manager backs the vLLM scheduler.
@@ -245,8 +247,9 @@ impl std::error::Error for ArgsError {}
 impl LaunchConfig {
     /// Parses and validates a launch configuration from JSON.
     pub fn from_json(value: &serde_json::Value) -> Result<Self, ArgsError> {
-        let cfg: LaunchConfig = serde_path_to_error::deserialize(value)
+        let mut cfg: LaunchConfig = serde_path_to_error::deserialize(value)
             .map_err(|e| ArgsError(format!("{}: {}", e.path(), e.inner())))?;
+        cfg.engine.derive_unset(value.get("engine").unwrap_or(&serde_json::Value::Null))?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -262,10 +265,29 @@ impl LaunchConfig {
 impl EngineArgs {
     /// Parses and validates the `engine` object alone.
     pub fn from_json(value: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: EngineArgs = serde_path_to_error::deserialize(value)
+        let mut args: EngineArgs = serde_path_to_error::deserialize(value)
             .map_err(|e| ArgsError(format!("engine.{}: {}", e.path(), e.inner())))?;
+        args.derive_unset(value)?;
         args.validate()?;
         Ok(args)
+    }
+
+    /// Fills what the timing model can derive and the user left out: with a roofline, the
+    /// KV pool (GPU memory × utilisation − weights) and the KV bytes per token.
+    fn derive_unset(&mut self, raw: &serde_json::Value) -> Result<(), ArgsError> {
+        if let TimingModel::Roofline(r) = &self.timing_model {
+            let model = crate::perf::roofline::Roofline::new(r).map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
+            if raw.get("num_gpu_blocks").is_none() {
+                self.num_gpu_blocks = model.num_gpu_blocks(self.block_size());
+                if self.num_gpu_blocks == 0 {
+                    return Err(ArgsError("engine.num_gpu_blocks: the model's weights leave no GPU memory for the KV cache".into()));
+                }
+            }
+            if self.kv_bytes_per_token.is_none() {
+                self.kv_bytes_per_token = Some(model.kv_bytes_per_token());
+            }
+        }
+        Ok(())
     }
 
     /// The block size after defaults: vLLM 64, SGLang 1, TRT-LLM 32.
@@ -332,6 +354,9 @@ impl EngineArgs {
             if !config.get("path").is_some_and(|p| p.is_string()) {
                 return err("engine.timing_model.config.path: a dynamo_profile model needs the path of its NPZ profile");
             }
+        }
+        if let TimingModel::Roofline(r) = &self.timing_model {
+            crate::perf::roofline::Roofline::new(r).map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
         }
         if let Some(sg) = &self.sglang {
             if self.backend != Backend::Sglang {
@@ -402,6 +427,21 @@ mod tests {
         assert_eq!(a.kv_bytes_per_token, Some(131072));
         let e = EngineArgs::from_json(&json!({"timing_model": {"type": "fixed"}})).unwrap_err();
         assert!(e.0.contains("prefill_ms"), "{e}");
+    }
+
+    #[test]
+    fn roofline_derives_the_pool_and_kv_size() {
+        let a = EngineArgs::from_json(&json!({"block_size": 16, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}})).unwrap();
+        assert!((26_000..27_000).contains(&a.num_gpu_blocks), "{}", a.num_gpu_blocks);
+        assert_eq!(a.kv_bytes_per_token, Some(131_072));
+        let a = EngineArgs::from_json(&json!({"num_gpu_blocks": 100, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}})).unwrap();
+        assert_eq!(a.num_gpu_blocks, 100, "given values win");
+        let e = EngineArgs::from_json(&json!({"timing_model": {"type": "roofline", "model": "llama-3.1-70b", "gpu": "l40s"}})).unwrap_err();
+        assert!(e.0.contains("engine.num_gpu_blocks"), "{e}");
+        let e = EngineArgs::from_json(&json!({"timing_model": {"type": "roofline", "model": "nope", "gpu": "h100"}})).unwrap_err();
+        assert!(e.0.contains("engine.timing_model.model: unknown preset `nope`"), "{e}");
+        let e = LaunchConfig::from_json(&json!({"engine": {"timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100", "bogus": 1}}})).unwrap_err();
+        assert!(e.0.contains("engine.timing_model"), "{e}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! decide event order.
 
 pub mod interpolated;
+pub mod roofline;
 mod polynomial;
 
 pub use polynomial::Polynomial;
@@ -23,6 +24,8 @@ pub enum PerfModel {
     Fixed { prefill_ms: f64, decode_ms: f64 },
     /// Interpolated from a measured profile.
     Interpolated(Arc<Profile>),
+    /// From the model's shape and the GPU's figures.
+    Roofline(Arc<roofline::Roofline>),
 }
 
 impl PerfModel {
@@ -36,6 +39,7 @@ impl PerfModel {
             PerfModel::Polynomial(p) => p.prefill_ms(batch * isl.saturating_sub(prefix)),
             PerfModel::Fixed { prefill_ms, .. } => *prefill_ms,
             PerfModel::Interpolated(p) => p.prefill_ms(batch, isl, prefix),
+            PerfModel::Roofline(r) => r.prefill_ms(batch, isl, prefix),
         }
     }
 
@@ -49,6 +53,7 @@ impl PerfModel {
             PerfModel::Polynomial(p) => p.decode_ms(active_kv, total_kv),
             PerfModel::Fixed { decode_ms, .. } => *decode_ms,
             PerfModel::Interpolated(p) => p.decode_ms(batch, active_kv),
+            PerfModel::Roofline(r) => r.decode_ms(batch, active_kv),
         }
     }
 }
@@ -79,6 +84,9 @@ impl PassTimer {
                     )));
                 }
             },
+            (TimingModel::Roofline(r), None) => PerfModel::Roofline(Arc::new(
+                roofline::Roofline::new(r).map_err(|e| crate::args::ArgsError(format!("engine.timing_model.{e}")))?,
+            )),
             (TimingModel::Fixed { prefill_ms, decode_ms }, None) => {
                 PerfModel::Fixed { prefill_ms: *prefill_ms, decode_ms: *decode_ms }
             }

@@ -1,0 +1,428 @@
+//! A roofline timing model for users with no measured profile: pass times from a model's
+//! architecture and a GPU's datasheet figures.
+//!
+//! - Prefill is bound by compute: 2 FLOPs per active parameter per new token, plus the
+//!   attention score/value products over the context, at a fraction of the dense peak.
+//! - Decode is bound by memory: every step reads the weights once (for a mixture of experts,
+//!   the experts the batch is expected to touch) plus the KV of every context token, at a
+//!   fraction of the HBM bandwidth. Whichever bound is larger wins, in both phases.
+//! - Each pass adds a fixed overhead (scheduling, kernel launches, sampling).
+//! - Tensor parallelism divides work and traffic evenly across `tp` GPUs (no communication
+//!   cost: an optimistic bound).
+//!
+//! Presets name their sources (model `config.json` files on Hugging Face; NVIDIA datasheets,
+//! dense figures without sparsity). Figures are per GPU.
+
+use serde::{Deserialize, Serialize};
+
+/// A transformer's shape, as in its Hugging Face `config.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub num_hidden_layers: u32,
+    pub hidden_size: u32,
+    pub num_attention_heads: u32,
+    /// Defaults to `num_attention_heads` (no grouped-query attention).
+    #[serde(default)]
+    pub num_key_value_heads: Option<u32>,
+    /// Defaults to `hidden_size / num_attention_heads`.
+    #[serde(default)]
+    pub head_dim: Option<u32>,
+    /// Dense MLP width (per expert for MoE models unless `moe_intermediate_size` is set).
+    pub intermediate_size: u32,
+    pub vocab_size: u32,
+    /// `torch_dtype` of the weights: bfloat16, float16, float32, fp8, int8...
+    #[serde(default = "default_dtype")]
+    pub dtype: String,
+    /// Embedding and LM head share one matrix.
+    #[serde(default)]
+    pub tie_word_embeddings: bool,
+    /// Routed experts per MoE layer (absent or 0: dense).
+    #[serde(default)]
+    pub num_experts: u32,
+    /// Experts each token is routed to.
+    #[serde(default)]
+    pub num_experts_per_tok: u32,
+    #[serde(default)]
+    pub moe_intermediate_size: Option<u32>,
+}
+
+fn default_dtype() -> String {
+    "bfloat16".into()
+}
+
+/// A GPU's datasheet figures (dense, no sparsity).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuSpec {
+    pub bf16_tflops: f64,
+    /// FP8 dense peak; absent on GPUs without FP8 (then BF16 applies).
+    #[serde(default)]
+    pub fp8_tflops: Option<f64>,
+    pub hbm_gb_per_s: f64,
+    pub hbm_gb: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ModelRef {
+    Preset(String),
+    Custom(ModelSpec),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum GpuRef {
+    Preset(String),
+    Custom(GpuSpec),
+}
+
+/// `timing_model: {"type": "roofline", ...}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RooflineArgs {
+    pub model: ModelRef,
+    pub gpu: GpuRef,
+    #[serde(default = "one")]
+    pub tp: u32,
+    /// Overrides the model's weight dtype (e.g. `fp8` for a quantised checkpoint).
+    #[serde(default)]
+    pub weight_dtype: Option<String>,
+    /// KV cache element type: `auto` (the weights' dtype) or a dtype name.
+    #[serde(default = "auto")]
+    pub kv_cache_dtype: String,
+    /// Share of the dense peak reached by prefill GEMMs.
+    #[serde(default = "default_compute_eff")]
+    pub compute_efficiency: f64,
+    /// Share of HBM bandwidth reached by decode.
+    #[serde(default = "default_bw_eff")]
+    pub bandwidth_efficiency: f64,
+    /// Fixed cost of every pass, ms.
+    #[serde(default = "default_overhead")]
+    pub overhead_ms: f64,
+    /// Share of GPU memory for weights plus KV cache (vLLM's `gpu_memory_utilization`).
+    #[serde(default = "default_mem_util")]
+    pub gpu_memory_utilization: f64,
+}
+
+fn one() -> u32 {
+    1
+}
+fn auto() -> String {
+    "auto".into()
+}
+fn default_compute_eff() -> f64 {
+    0.6
+}
+fn default_bw_eff() -> f64 {
+    0.8
+}
+fn default_overhead() -> f64 {
+    2.0
+}
+fn default_mem_util() -> f64 {
+    0.9
+}
+
+/// Bytes per element of a dtype name (the mocker's table; unknown names count 2).
+pub fn dtype_bytes(name: &str) -> f64 {
+    match name {
+        "float32" | "fp32" => 4.0,
+        "float16" | "bfloat16" | "fp16" | "bf16" => 2.0,
+        "fp8" | "float8_e4m3fn" | "float8_e5m2" | "fp8_e4m3" | "fp8_e5m2" | "fp8_ds_mla" | "fp8_inc" | "int8" => 1.0,
+        "int4" | "fp4" | "nvfp4" | "mxfp4" => 0.5,
+        _ => 2.0,
+    }
+}
+
+/// Model presets: (name, config). Sources: the models' `config.json` on Hugging Face
+/// (meta-llama/Llama-3.1-8B-Instruct, meta-llama/Llama-3.1-70B-Instruct,
+/// Qwen/Qwen2.5-7B-Instruct, Qwen/Qwen3-32B, Qwen/Qwen3-30B-A3B,
+/// mistralai/Mixtral-8x7B-Instruct-v0.1).
+pub fn model_preset(name: &str) -> Option<ModelSpec> {
+    let dense = |l, h, a, kv, hd, i, v, tie| ModelSpec {
+        num_hidden_layers: l,
+        hidden_size: h,
+        num_attention_heads: a,
+        num_key_value_heads: Some(kv),
+        head_dim: Some(hd),
+        intermediate_size: i,
+        vocab_size: v,
+        dtype: "bfloat16".into(),
+        tie_word_embeddings: tie,
+        num_experts: 0,
+        num_experts_per_tok: 0,
+        moe_intermediate_size: None,
+    };
+    Some(match name {
+        "llama-3.1-8b" => dense(32, 4096, 32, 8, 128, 14336, 128256, false),
+        "llama-3.1-70b" => dense(80, 8192, 64, 8, 128, 28672, 128256, false),
+        "qwen2.5-7b" => dense(28, 3584, 28, 4, 128, 18944, 152064, false),
+        "qwen3-32b" => dense(64, 5120, 64, 8, 128, 25600, 151936, false),
+        "qwen3-30b-a3b" => ModelSpec {
+            num_experts: 128,
+            num_experts_per_tok: 8,
+            moe_intermediate_size: Some(768),
+            ..dense(48, 2048, 32, 4, 128, 6144, 151936, false)
+        },
+        "mixtral-8x7b" => ModelSpec { num_experts: 8, num_experts_per_tok: 2, ..dense(32, 4096, 32, 8, 128, 14336, 32000, false) },
+        _ => return None,
+    })
+}
+
+pub const MODEL_PRESETS: &[&str] = &["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "qwen3-32b", "qwen3-30b-a3b", "mixtral-8x7b"];
+pub const GPU_PRESETS: &[&str] = &["a100", "l40s", "h100", "h200", "b200"];
+
+/// GPU presets. Sources: NVIDIA datasheets, dense (non-sparse) Tensor Core peaks:
+/// A100 SXM 80GB (312 BF16 TFLOPS, no FP8, 2039 GB/s, 80 GB); L40S (362 BF16, 733 FP8,
+/// 864 GB/s, 48 GB); H100 SXM (989 BF16, 1979 FP8, 3350 GB/s, 80 GB); H200 SXM (989, 1979,
+/// 4800 GB/s, 141 GB); HGX B200 (2250 BF16, 4500 FP8, 8000 GB/s, 180 GB).
+pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
+    let g = |bf16, fp8, bw, mem| GpuSpec { bf16_tflops: bf16, fp8_tflops: fp8, hbm_gb_per_s: bw, hbm_gb: mem };
+    Some(match name {
+        "a100" => g(312.0, None, 2039.0, 80.0),
+        "l40s" => g(362.0, Some(733.0), 864.0, 48.0),
+        "h100" => g(989.0, Some(1979.0), 3350.0, 80.0),
+        "h200" => g(989.0, Some(1979.0), 4800.0, 141.0),
+        "b200" => g(2250.0, Some(4500.0), 8000.0, 180.0),
+        _ => return None,
+    })
+}
+
+/// A resolved roofline: model and GPU figures plus the derived constants.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Roofline {
+    pub model: ModelSpec,
+    pub gpu: GpuSpec,
+    pub args: RooflineArgs,
+    /// Parameters read per token outside attention, excluding routed experts not taken.
+    active_params: f64,
+    /// Parameters of all routed experts' MLPs in one layer (MoE only).
+    expert_params_per_layer: f64,
+    total_params: f64,
+}
+
+impl Roofline {
+    pub fn new(args: &RooflineArgs) -> Result<Roofline, String> {
+        let model = match &args.model {
+            ModelRef::Preset(n) => model_preset(n)
+                .ok_or_else(|| format!("model: unknown preset `{n}`, expected one of {}", MODEL_PRESETS.join(", ")))?,
+            ModelRef::Custom(m) => m.clone(),
+        };
+        let mut model = model;
+        if let Some(d) = &args.weight_dtype {
+            model.dtype = d.clone();
+        }
+        let gpu = match &args.gpu {
+            GpuRef::Preset(n) => {
+                gpu_preset(n).ok_or_else(|| format!("gpu: unknown preset `{n}`, expected one of {}", GPU_PRESETS.join(", ")))?
+            }
+            GpuRef::Custom(g) => g.clone(),
+        };
+        if args.tp == 0 {
+            return Err("tp: must be at least 1".into());
+        }
+        for (name, v) in [("compute_efficiency", args.compute_efficiency), ("bandwidth_efficiency", args.bandwidth_efficiency), ("gpu_memory_utilization", args.gpu_memory_utilization)] {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(format!("{name}: must be within (0, 1]"));
+            }
+        }
+        if !(args.overhead_ms.is_finite() && args.overhead_ms >= 0.0) {
+            return Err("overhead_ms: must be finite and non-negative".into());
+        }
+        if model.num_attention_heads == 0 || model.num_hidden_layers == 0 || gpu.bf16_tflops <= 0.0 || gpu.hbm_gb_per_s <= 0.0 {
+            return Err("model and gpu figures must be positive".into());
+        }
+        let h = model.hidden_size as f64;
+        let q = (model.num_attention_heads * head_dim(&model)) as f64;
+        let kv = (kv_heads(&model) * head_dim(&model)) as f64;
+        let attn = h * q * 2.0 + h * kv * 2.0; // Q, O; K, V projections
+        let layers = model.num_hidden_layers as f64;
+        let (mlp_active, experts) = if model.num_experts > 0 {
+            let width = model.moe_intermediate_size.unwrap_or(model.intermediate_size) as f64;
+            let one = 3.0 * h * width;
+            (one * model.num_experts_per_tok.max(1) as f64, one * model.num_experts as f64)
+        } else {
+            (3.0 * h * model.intermediate_size as f64, 0.0)
+        };
+        let embed = model.vocab_size as f64 * h * if model.tie_word_embeddings { 1.0 } else { 2.0 };
+        // The input embedding is a lookup: only the LM head counts as compute per token.
+        let active_params = layers * (attn + mlp_active) + model.vocab_size as f64 * h;
+        let total_params = layers * (attn + if experts > 0.0 { experts } else { mlp_active }) + embed;
+        Ok(Roofline { model, gpu, args: args.clone(), active_params, expert_params_per_layer: experts, total_params })
+    }
+
+    fn weight_bytes_per_param(&self) -> f64 {
+        dtype_bytes(&self.model.dtype)
+    }
+
+    /// Peak FLOP/s for the weights' dtype, over all `tp` GPUs.
+    fn peak_flops(&self) -> f64 {
+        let tflops = if self.weight_bytes_per_param() <= 1.0 {
+            self.gpu.fp8_tflops.unwrap_or(self.gpu.bf16_tflops)
+        } else {
+            self.gpu.bf16_tflops
+        };
+        tflops * 1e12 * self.args.tp as f64 * self.args.compute_efficiency
+    }
+
+    fn bandwidth(&self) -> f64 {
+        self.gpu.hbm_gb_per_s * 1e9 * self.args.tp as f64 * self.args.bandwidth_efficiency
+    }
+
+    pub fn total_params(&self) -> f64 {
+        self.total_params
+    }
+
+    pub fn weight_bytes(&self) -> f64 {
+        self.total_params * self.weight_bytes_per_param()
+    }
+
+    /// KV bytes per token: layers × 2 (K and V) × KV heads × head dim × KV dtype bytes.
+    pub fn kv_bytes_per_token(&self) -> u64 {
+        let dtype = if self.args.kv_cache_dtype == "auto" { self.model.dtype.as_str() } else { self.args.kv_cache_dtype.as_str() };
+        let m = &self.model;
+        (m.num_hidden_layers as f64 * 2.0 * kv_heads(m) as f64 * head_dim(m) as f64 * dtype_bytes(dtype)) as u64
+    }
+
+    /// KV blocks that fit in GPU memory × utilisation after the weights (over `tp` GPUs).
+    pub fn num_gpu_blocks(&self, block_size: u32) -> u32 {
+        let budget = self.gpu.hbm_gb * 1e9 * self.args.tp as f64 * self.args.gpu_memory_utilization - self.weight_bytes();
+        let per_block = self.kv_bytes_per_token() as f64 * block_size as f64;
+        if budget <= 0.0 || per_block <= 0.0 { 0 } else { (budget / per_block).floor().min(u32::MAX as f64) as u32 }
+    }
+
+    /// Attention FLOPs (QKᵀ and PV) for `new` tokens attending to `prefix + new` (causal).
+    fn attention_flops(&self, new: f64, context_per_token: f64) -> f64 {
+        let q = (self.model.num_attention_heads * head_dim(&self.model)) as f64;
+        4.0 * self.model.num_hidden_layers as f64 * q * new * context_per_token
+    }
+
+    /// Weight bytes one step touches for `batch` tokens: with experts, each layer reads the
+    /// experts at least one token is routed to (expected number, uniform routing).
+    fn weights_read(&self, batch: f64) -> f64 {
+        if self.expert_params_per_layer == 0.0 {
+            return self.weight_bytes();
+        }
+        let e = self.model.num_experts as f64;
+        let k = self.model.num_experts_per_tok.max(1) as f64;
+        let touched = e * (1.0 - (1.0 - k / e).powf(batch));
+        let per_expert = self.expert_params_per_layer / e;
+        let non_expert = self.total_params - self.expert_params_per_layer * self.model.num_hidden_layers as f64;
+        (non_expert + per_expert * touched * self.model.num_hidden_layers as f64) * self.weight_bytes_per_param()
+    }
+
+    /// Prefill of `batch` requests, each with `isl` tokens after the chunk of which `prefix`
+    /// were already present.
+    pub fn prefill_ms(&self, batch: u64, isl: u64, prefix: u64) -> f64 {
+        let new = isl.saturating_sub(prefix) as f64;
+        if batch == 0 || new == 0.0 {
+            return 0.0;
+        }
+        let tokens = batch as f64 * new;
+        let ctx = prefix as f64 + (new + 1.0) / 2.0;
+        let flops = 2.0 * self.active_params * tokens + self.attention_flops(tokens, ctx);
+        let bytes = self.weights_read(tokens) + self.kv_bytes_per_token() as f64 * batch as f64 * isl as f64;
+        (flops / self.peak_flops()).max(bytes / self.bandwidth()) * 1e3 + self.args.overhead_ms
+    }
+
+    /// One decode step of `batch` requests holding `active_kv` context tokens in total.
+    pub fn decode_ms(&self, batch: u64, active_kv: u64) -> f64 {
+        if batch == 0 {
+            return 0.0;
+        }
+        let b = batch as f64;
+        let flops = 2.0 * self.active_params * b + self.attention_flops(1.0, active_kv as f64);
+        let bytes = self.weights_read(b) + self.kv_bytes_per_token() as f64 * active_kv as f64;
+        (flops / self.peak_flops()).max(bytes / self.bandwidth()) * 1e3 + self.args.overhead_ms
+    }
+}
+
+fn kv_heads(m: &ModelSpec) -> u32 {
+    m.num_key_value_heads.unwrap_or(m.num_attention_heads)
+}
+
+fn head_dim(m: &ModelSpec) -> u32 {
+    m.head_dim.unwrap_or(m.hidden_size / m.num_attention_heads.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roofline(model: &str, gpu: &str, tp: u32) -> Roofline {
+        let args: RooflineArgs = serde_json::from_value(serde_json::json!({"model": model, "gpu": gpu, "tp": tp})).unwrap();
+        Roofline::new(&args).unwrap()
+    }
+
+    #[test]
+    fn parameter_counts_match_the_model_cards() {
+        let cases = [("llama-3.1-8b", 8.03e9), ("llama-3.1-70b", 70.6e9), ("qwen2.5-7b", 7.6e9), ("mixtral-8x7b", 46.7e9), ("qwen3-30b-a3b", 30.5e9)];
+        for (m, want) in cases {
+            let r = roofline(m, "h100", 1);
+            let err = (r.total_params() - want).abs() / want;
+            assert!(err < 0.03, "{m}: {} vs {want}", r.total_params());
+        }
+    }
+
+    #[test]
+    fn kv_bytes_follow_the_config_and_cache_dtype() {
+        // Llama-3.1-8B in bf16: 32 layers × 2 × 8 heads × 128 × 2 bytes = 131072.
+        let r = roofline("llama-3.1-8b", "h100", 1);
+        assert_eq!(r.kv_bytes_per_token(), 131_072);
+        let args: RooflineArgs = serde_json::from_value(serde_json::json!({"model": "llama-3.1-8b", "gpu": "h100", "kv_cache_dtype": "fp8"})).unwrap();
+        assert_eq!(Roofline::new(&args).unwrap().kv_bytes_per_token(), 65_536);
+    }
+
+    #[test]
+    fn blocks_come_from_memory_left_after_weights() {
+        let r = roofline("llama-3.1-8b", "h100", 1);
+        // 80 GB × 0.9 − 16.06 GB of weights, over 16 × 131072 bytes per block.
+        let want = ((72e9 - r.weight_bytes()) / (16.0 * 131072.0)).floor() as u32;
+        assert_eq!(r.num_gpu_blocks(16), want);
+        assert!((26_000..27_000).contains(&want), "{want}");
+        assert_eq!(roofline("llama-3.1-70b", "l40s", 1).num_gpu_blocks(16), 0, "does not fit");
+    }
+
+    #[test]
+    fn prefill_is_compute_bound_and_decode_memory_bound() {
+        let r = roofline("llama-3.1-8b", "h100", 1);
+        // 8k tokens of prefill: ≈ 2 × 7.5e9 × 8192 FLOPs at 60 % of 989 TFLOP/s ≈ 210 ms.
+        let p = r.prefill_ms(1, 8192, 0);
+        assert!((150.0..300.0).contains(&p), "{p}");
+        // One decode step at small batch: 16 GB at 80 % of 3.35 TB/s ≈ 6 ms, plus overhead.
+        let d = r.decode_ms(1, 1000);
+        assert!((7.0..10.0).contains(&d), "{d}");
+        // More context means more KV to read; more GPUs, less time.
+        assert!(r.decode_ms(64, 64 * 4000) > d);
+        assert!(roofline("llama-3.1-8b", "h100", 2).decode_ms(1, 1000) < d);
+        // A sparse MoE reads a fraction of its experts at batch 1.
+        let moe = roofline("qwen3-30b-a3b", "h100", 1);
+        assert!(moe.decode_ms(1, 1000) < moe.decode_ms(256, 1000));
+    }
+
+    /// The README's comparison: NVIDIA NIM's published Llama-3.3-70B (same shape as 3.1-70B)
+    /// figures on 2 × H100 80GB, FP8, TP2, concurrency 1.
+    #[test]
+    fn published_comparison() {
+        let args: RooflineArgs = serde_json::from_value(serde_json::json!(
+            {"model": "llama-3.1-70b", "gpu": "h100", "tp": 2, "weight_dtype": "fp8"})).unwrap();
+        let r = Roofline::new(&args).unwrap();
+        let rows = [(5000u64, 500u64, 406.77, 18.58), (500, 2000, 47.77, 18.91)];
+        for (isl, osl, ttft, itl) in rows {
+            let p = r.prefill_ms(1, isl, 0);
+            let d = r.decode_ms(1, isl + osl / 2);
+            eprintln!("{isl}/{osl}: TTFT {p:.2} vs {ttft} ({:.2}x), ITL {d:.2} vs {itl} ({:.2}x)", p / ttft, d / itl);
+            assert!((0.3..3.0).contains(&(p / ttft)) && (0.3..3.0).contains(&(d / itl)));
+        }
+    }
+
+    #[test]
+    fn unknown_presets_and_bad_figures_are_named() {
+        let bad = |v: serde_json::Value| Roofline::new(&serde_json::from_value::<RooflineArgs>(v).unwrap()).unwrap_err();
+        assert!(bad(serde_json::json!({"model": "gpt-9", "gpu": "h100"})).contains("model: unknown preset `gpt-9`"));
+        assert!(bad(serde_json::json!({"model": "llama-3.1-8b", "gpu": "tpu"})).contains("gpu: unknown preset `tpu`"));
+        assert!(bad(serde_json::json!({"model": "llama-3.1-8b", "gpu": "h100", "tp": 0})).contains("tp"));
+        assert!(bad(serde_json::json!({"model": "llama-3.1-8b", "gpu": "h100", "compute_efficiency": 1.5})).contains("compute_efficiency"));
+    }
+}
