@@ -39,6 +39,8 @@ export class ConfigForm {
   /** The uploaded NPZ profile (kept in memory only; links carry just its name). */
   profile: { name: string; bytes: Uint8Array } | null = null;
   private model: ModelShape = { ...MODELS['llama-3.1-8b'] };
+  /** The model preset chosen (roofline needs one); custom shapes fall back to the first. */
+  private modelId = 'llama-3.1-8b';
   private specials: (() => void)[] = [];
 
   constructor(
@@ -251,6 +253,7 @@ export class ConfigForm {
         setPath(this.state, 'engine.kv_bytes_per_token', null);
       } else if (select.value !== 'custom') {
         this.model = { ...MODELS[select.value] };
+        this.modelId = select.value;
         this.applyModel();
       } else {
         this.applyModel();
@@ -275,7 +278,7 @@ export class ConfigForm {
   private applyModel(): void {
     setPath(this.state, 'engine.kv_bytes_per_token', kvBytesPerToken(this.model));
     if (getPath(this.state, 'engine.timing_model.type') === 'roofline') {
-      setPath(this.state, 'engine.timing_model.model', { ...this.model } as unknown as Json);
+      setPath(this.state, 'engine.timing_model.model', this.modelId);
     }
     this.refresh();
   }
@@ -356,7 +359,7 @@ export class ConfigForm {
       let tm: JsonObject;
       if (t === 'fixed') tm = { type: 'fixed', prefill_ms: 20, decode_ms: 8 };
       else if (t === 'profile') tm = { type: 'external', provider: 'dynamo_profile', config: { path: this.profile?.name ?? 'profile.npz' } };
-      else if (t === 'roofline') tm = { type: 'roofline', gpu: gpu.value, model: { ...this.model } as unknown as JsonObject };
+      else if (t === 'roofline') tm = { type: 'roofline', model: this.modelId, gpu: gpu.value };
       else tm = { type: 'polynomial' };
       setPath(this.state, 'engine.timing_model', tm);
       this.refresh();

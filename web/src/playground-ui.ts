@@ -73,7 +73,9 @@ async function run(): Promise<void> {
   job?.cancel();
   job = null;
   const scenario = form.scenario;
-  const scenarioJson = JSON.stringify(scenario);
+  // The engine gets the non-default fields, as a link or scenario.json carries them (so what
+  // it derives from a timing model, such as a roofline's KV pool, is derived here too).
+  const scenarioJson = JSON.stringify(diff(scenario, app.defaults));
   const forHash = await hashFor(scenario, app.defaults);
   if (seq !== runSeq) return; // a newer run was asked for meanwhile
   performance.mark('servesim:run');
@@ -150,7 +152,7 @@ async function check(): Promise<void> {
   const seq = ++checkSeq;
   const scenario = form.scenario;
   try {
-    await app.engine.normalize(JSON.stringify(scenario));
+    await app.engine.normalize(JSON.stringify(diff(scenario, app.defaults)));
     if (seq !== checkSeq) return;
     engineError = null;
   } catch (e) {

@@ -1,5 +1,6 @@
 // Model and GPU presets. A model's KV bytes per token is
-// 2 (K and V) × layers × KV heads × head dim × bytes per element.
+// 2 (K and V) × layers × KV heads × head dim × bytes per element. The ids are the engine's
+// roofline preset names (`timing_model: {"type": "roofline", "model": ID, "gpu": ID}`).
 
 export interface ModelShape {
   layers: number;
@@ -16,7 +17,8 @@ export const MODELS: Record<string, ModelShape & { label: string }> = {
   'llama-3.1-70b': { label: 'Llama 3.1 70B', layers: 80, kv_heads: 8, head_dim: 128, dtype_bytes: 2, params_b: 70 },
   'qwen3-32b': { label: 'Qwen3 32B', layers: 64, kv_heads: 8, head_dim: 128, dtype_bytes: 2, params_b: 32 },
   'qwen2.5-7b': { label: 'Qwen2.5 7B', layers: 28, kv_heads: 4, head_dim: 128, dtype_bytes: 2, params_b: 7.6 },
-  'mistral-7b': { label: 'Mistral 7B', layers: 32, kv_heads: 8, head_dim: 128, dtype_bytes: 2, params_b: 7.2 },
+  'qwen3-30b-a3b': { label: 'Qwen3 30B-A3B (MoE)', layers: 48, kv_heads: 4, head_dim: 128, dtype_bytes: 2, params_b: 30.5 },
+  'mixtral-8x7b': { label: 'Mixtral 8x7B (MoE)', layers: 32, kv_heads: 8, head_dim: 128, dtype_bytes: 2, params_b: 46.7 },
 };
 
 export const DTYPES: { value: number; label: string }[] = [
@@ -46,9 +48,9 @@ export interface GpuShape {
 }
 
 export const GPUS: Record<string, GpuShape> = {
-  h100_sxm: { label: 'H100 SXM', tflops: 989, hbm_tb_s: 3.35, hbm_gb: 80 },
-  h200_sxm: { label: 'H200 SXM', tflops: 989, hbm_tb_s: 4.8, hbm_gb: 141 },
+  h100: { label: 'H100 SXM', tflops: 989, hbm_tb_s: 3.35, hbm_gb: 80 },
+  h200: { label: 'H200 SXM', tflops: 989, hbm_tb_s: 4.8, hbm_gb: 141 },
   b200: { label: 'B200', tflops: 2250, hbm_tb_s: 8.0, hbm_gb: 180 },
-  a100_80gb: { label: 'A100 80 GB', tflops: 312, hbm_tb_s: 2.04, hbm_gb: 80 },
+  a100: { label: 'A100 80 GB', tflops: 312, hbm_tb_s: 2.04, hbm_gb: 80 },
   l40s: { label: 'L40S', tflops: 362, hbm_tb_s: 0.864, hbm_gb: 48 },
 };

@@ -154,10 +154,15 @@ test('changed settings change the numbers, and an unsupported setting shows the 
   const after = await summary(page);
   expect(after.mean_ttft_ms).not.toBe(before.mean_ttft_ms);
 
-  // Whatever the engine rejects is reported in its own words, naming the field.
+  // Whatever the engine rejects is reported in its own words, naming the field: a 70B model
+  // on one 48 GB L40S leaves no memory for the KV cache (or, in an engine build without the
+  // roofline model, `roofline` is an unknown timing model).
   n = await runsDone(page);
+  await page.locator('#f-model').selectOption('llama-3.1-70b');
   await page.locator('#f-timing').selectOption('roofline');
-  await expect(page.locator('#message')).toContainText('engine.timing_model');
+  await page.locator('#f-gpu').selectOption('l40s');
+  await expect(page.locator('#message')).toContainText(/engine\.(num_gpu_blocks|timing_model)/);
+  await expect(page.locator('#message')).toContainText('refused');
 });
 
 test('invalid values are flagged before a run', async ({ page }) => {
