@@ -1,0 +1,179 @@
+//! Bad input through the `servesim` binary: each gives exit code 2 and a message on stderr
+//! that names the file, line or field at fault; input that is merely hard (a request larger
+//! than the pool) runs to the end and reports it.
+
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_servesim");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("servesim-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn servesim(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("the servesim binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn line(ts: u32, input: u32, output: u32, first_id: u64) -> String {
+    let ids: Vec<u64> = (0..input.div_ceil(16) as u64).map(|b| first_id + b).collect();
+    json!({"timestamp": ts, "input_length": input, "output_length": output, "hash_ids": ids}).to_string() + "\n"
+}
+
+/// Writes `t.jsonl` and `case.json` (trace block size 16) and returns the case path.
+fn case(dir: &Path, trace: &str, engine: Value) -> PathBuf {
+    std::fs::write(dir.join("t.jsonl"), trace).unwrap();
+    let case = json!({"trace": "t.jsonl", "replay": {"trace_block_size": 16, "extra_engine_args": {"engine": engine}}});
+    let p = dir.join("case.json");
+    std::fs::write(&p, case.to_string()).unwrap();
+    p
+}
+
+fn expect_error(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "exit code 2 expected; stderr: {err}");
+    assert!(o.stdout.is_empty(), "no result on stdout after an error");
+    for n in needles {
+        assert!(err.contains(n), "stderr should mention {n:?}: {err}");
+    }
+}
+
+#[test]
+fn a_malformed_trace_line_names_the_file_and_line() {
+    let d = scratch("malformed");
+    let trace = line(0, 32, 2, 1) + "{\"timestamp\": 5, \"input_length\": 32, \"hash_ids\": [1, 2]}\n" + &line(9, 32, 2, 1);
+    let c = case(&d, &trace, json!({"block_size": 16}));
+    let o = servesim(&["replay", c.to_str().unwrap()]);
+    expect_error(&o, &["t.jsonl:2:", "output_length"]);
+
+    // Not JSON at all, on line 3.
+    let trace = line(0, 32, 2, 1) + &line(1, 32, 2, 1) + "timestamp=5\n";
+    let c = case(&d, &trace, json!({"block_size": 16}));
+    expect_error(&servesim(&["replay", c.to_str().unwrap()]), &["t.jsonl:3:"]);
+}
+
+#[test]
+fn an_unknown_engine_field_is_named() {
+    let d = scratch("unknown-field");
+    let c = case(&d, &line(0, 32, 2, 1), json!({"block_size": 16, "num_gpu_blockz": 100}));
+    expect_error(&servesim(&["replay", c.to_str().unwrap()]), &["engine.num_gpu_blockz", "unknown field"]);
+}
+
+#[test]
+fn a_request_larger_than_the_pool_is_rejected_and_the_run_finishes() {
+    let d = scratch("too-large");
+    // 200 prompt tokens need 13 blocks of 16; the pool has 8. The second request fits.
+    let trace = line(0, 200, 4, 1) + &line(1, 48, 3, 100);
+    let c = case(&d, &trace, json!({"block_size": 16, "num_gpu_blocks": 8}));
+    let o = servesim(&["replay", c.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s = &out["summary"];
+    assert_eq!(s["completed_requests"], 1, "{s}");
+    assert_eq!(s["rejected_requests"].as_u64().unwrap() + s["unschedulable_requests"].as_u64().unwrap(), 1, "{s}");
+    let nc = &out["not_completed"][0];
+    assert_eq!(nc["trace_line"], 1, "{nc}");
+    assert!(nc["reason"].as_str().is_some_and(|r| r.contains("8")), "the reason gives the pool size: {nc}");
+    assert_eq!(out["per_request"][1][2], 3, "the second request generates all its tokens");
+}
+
+#[test]
+fn an_empty_trace_is_an_error() {
+    let d = scratch("empty");
+    let c = case(&d, "", json!({"block_size": 16}));
+    expect_error(&servesim(&["replay", c.to_str().unwrap()]), &["t.jsonl", "no requests"]);
+    // Blank lines only: still empty.
+    let c = case(&d, "\n\n", json!({"block_size": 16}));
+    expect_error(&servesim(&["replay", c.to_str().unwrap()]), &["t.jsonl", "no requests"]);
+}
+
+/// Copies the conformance profile without one of its arrays.
+fn npz_without(src: &Path, dst: &Path, drop: &str) {
+    let mut zin = zip::ZipArchive::new(std::fs::File::open(src).unwrap()).unwrap();
+    let mut zout = zip::ZipWriter::new(std::fs::File::create(dst).unwrap());
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let mut kept = 0;
+    for i in 0..zin.len() {
+        let mut m = zin.by_index(i).unwrap();
+        if m.name() == format!("{drop}.npy") {
+            continue;
+        }
+        let mut buf = Vec::new();
+        m.read_to_end(&mut buf).unwrap();
+        zout.start_file(m.name().to_string(), opts).unwrap();
+        zout.write_all(&buf).unwrap();
+        kept += 1;
+    }
+    zout.finish().unwrap();
+    assert_eq!(kept + 1, zin.len(), "the profile had {drop}");
+}
+
+#[test]
+fn an_npz_missing_an_array_names_it() {
+    let d = scratch("npz");
+    let profile = repo().join("tests/conformance/profiles/profile-a.npz");
+    let engine = |p: &str| json!({"block_size": 16, "timing_model": {"type": "external", "provider": "dynamo_profile", "config": {"path": p}}});
+    // The intact profile runs.
+    std::fs::copy(&profile, d.join("ok.npz")).unwrap();
+    let c = case(&d, &line(0, 32, 2, 1), engine("ok.npz"));
+    let o = servesim(&["replay", c.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for array in ["decode_itl", "prefill_isl"] {
+        npz_without(&profile, &d.join("cut.npz"), array);
+        let c = case(&d, &line(0, 32, 2, 1), engine("cut.npz"));
+        expect_error(&servesim(&["replay", c.to_str().unwrap()]), &["cut.npz", &format!("missing array `{array}`")]);
+    }
+    // Not an archive at all.
+    std::fs::write(d.join("cut.npz"), b"not a zip").unwrap();
+    expect_error(&servesim(&["replay", c.to_str().unwrap()]), &["cut.npz", "not an NPZ archive"]);
+}
+
+#[test]
+fn a_scenario_with_a_bad_field_names_the_file_and_field() {
+    let d = scratch("scenario");
+    let p = d.join("s.json");
+    std::fs::write(&p, json!({"cluster": {"num_workers": "two"}}).to_string()).unwrap();
+    expect_error(&servesim(&["run", p.to_str().unwrap()]), &["s.json", "cluster.num_workers"]);
+    std::fs::write(&p, json!({"engine": {"block_size": 16, "max_num_seq": 4}}).to_string()).unwrap();
+    expect_error(&servesim(&["run", p.to_str().unwrap()]), &["s.json", "max_num_seq"]);
+    std::fs::write(&p, json!({"workload": {"type": "synthetic", "num_requests": 3, "arival": "poisson"}}).to_string()).unwrap();
+    expect_error(&servesim(&["run", p.to_str().unwrap()]), &["s.json", "arival"]);
+}
+
+#[test]
+fn a_nonexistent_file_is_named() {
+    let d = scratch("missing");
+    let gone = d.join("no-such-case.json");
+    expect_error(&servesim(&["replay", gone.to_str().unwrap()]), &["no-such-case.json"]);
+    expect_error(&servesim(&["run", gone.to_str().unwrap()]), &["no-such-case.json"]);
+    // A case whose trace is missing names the trace.
+    let c = d.join("case.json");
+    std::fs::write(&c, json!({"trace": "nowhere.jsonl", "replay": {}}).to_string()).unwrap();
+    expect_error(&servesim(&["replay", c.to_str().unwrap()]), &["nowhere.jsonl"]);
+}
+
+#[test]
+fn the_example_scenario_runs_and_prints_the_summary() {
+    let o = servesim(&["run", repo().join("examples/scenario.json").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out: Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON object");
+    let s = &out["summary"];
+    assert_eq!(s["completed_requests"], 500, "{s}");
+    assert!(s["mean_ttft_ms"].as_f64().is_some_and(|t| t > 0.0), "{s}");
+    assert_eq!(out["per_request"].as_array().map(Vec::len), Some(500));
+    assert!(out.get("not_completed").is_none(), "every request completed");
+}
