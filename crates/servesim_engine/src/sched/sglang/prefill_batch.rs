@@ -191,9 +191,25 @@ pub(super) fn run(core: &mut SglangCore, batch: Vec<ExtendChunk>) {
         let total = core.pool_tokens();
         core.out.duration += core.timer.decode(survivors.len() as u64, context.min(total), total);
     }
+    for &(s, _) in &victims {
+        if !prefilled.contains(&s) {
+            continue;
+        }
+        let r = core.req_mut(s);
+        r.fruitless_prefills += 1;
+        if r.fruitless_prefills >= MAX_FRUITLESS_PREFILLS {
+            let pos = core.waiting.iter().position(|&w| w == s).expect("a retracted request waits");
+            core.waiting.remove(pos);
+            let reason = format!(
+                "retracted right after its prefill {MAX_FRUITLESS_PREFILLS} times in a row: the KV pool cannot hold it beside the running requests"
+            );
+            core.finish(s, crate::engine::Outcome::Unschedulable(reason));
+        }
+    }
     for s in survivors {
         core.cache_materialized(s);
         let r = core.req_mut(s);
+        r.fruitless_prefills = 0;
         r.seq.generated += 1;
         let id = r.seq.id;
         core.out.tokens.push(id);
@@ -204,6 +220,9 @@ pub(super) fn run(core: &mut SglangCore, batch: Vec<ExtendChunk>) {
         }
     }
 }
+
+/// Retract-after-prefill cycles tolerated for one request before it is given up.
+const MAX_FRUITLESS_PREFILLS: u32 = 10_000;
 
 /// Why the head of the queue can never start, with nothing running.
 pub(super) fn unschedulable_reason(core: &SglangCore, s: u32) -> String {

@@ -15,11 +15,14 @@ pub(super) struct SgRequest {
     pub private_pages: u32,
     /// A prefix lock kept while waiting after some retractions (see `prefill_batch::run`).
     pub held_lock: NodeId,
+    /// Consecutive prefills undone by a retraction before the first token (a livelock
+    /// guard: the reference can loop here forever).
+    pub fruitless_prefills: u32,
 }
 
 impl SgRequest {
     pub fn new(req: Request) -> Self {
-        SgRequest { seq: Sequence::new(req), node: ROOT, tree_pages: 0, private_pages: 0, held_lock: ROOT }
+        SgRequest { seq: Sequence::new(req), node: ROOT, tree_pages: 0, private_pages: 0, held_lock: ROOT, fruitless_prefills: 0 }
     }
 
     /// Tokens of KV space held (page-rounded).
