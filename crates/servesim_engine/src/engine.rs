@@ -148,6 +148,15 @@ impl Engine {
         }
     }
 
+    /// Every cache-visible block hash of a vLLM core, sorted: what a router's indexer fed by
+    /// this rank's KV events should hold (for tests). None for other backends.
+    pub fn cached_hashes(&self) -> Option<Vec<u64>> {
+        match self {
+            Engine::Vllm(c) => Some(c.cached_hashes()),
+            Engine::Sglang(_) => None,
+        }
+    }
+
     /// Checks internal invariants (blocks balance); for tests and debug builds.
     pub fn check(&self) -> Result<(), String> {
         match self {

@@ -79,6 +79,14 @@ impl BlockPool {
         self.copies.get(&hash).copied()
     }
 
+    /// Every cache-visible hash, sorted: what a router's indexer fed by this pool's events
+    /// should hold (for tests).
+    pub fn cached_hashes(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.copies.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
     pub fn is_held(&self, slot: SlotId) -> bool {
         self.slots[slot as usize].refs > 0
     }

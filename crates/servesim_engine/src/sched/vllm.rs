@@ -518,6 +518,11 @@ impl VllmCore {
         }
     }
 
+    /// Every cache-visible block hash, sorted (for tests comparing with a router's indexer).
+    pub fn cached_hashes(&self) -> Vec<u64> {
+        self.pool.cached_hashes()
+    }
+
     pub fn check(&self) -> Result<(), String> {
         self.pool.check()?;
         let held: usize = self.running.iter().map(|&s| self.seq(s).blocks.len()).sum();
