@@ -355,6 +355,14 @@ impl EngineArgs {
                 return err("engine.timing_model.config.path: a dynamo_profile model needs the path of its NPZ profile");
             }
         }
+        if self.kv_manager == KvManager::Kvbm {
+            // The manager exists (kv::kvbm) but no scheduler drives it yet: say so rather
+            // than silently simulating the native pool.
+            return err("engine.kv_manager: \"kvbm\" is not driven by the schedulers yet (use \"native\")");
+        }
+        if self.eviction_backend != EvictionBackend::Lineage && self.kv_manager != KvManager::Kvbm {
+            return err("engine.eviction_backend: only the kvbm manager has eviction backends");
+        }
         if let TimingModel::Roofline(r) = &self.timing_model {
             crate::perf::roofline::Roofline::new(r).map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
         }
@@ -427,6 +435,18 @@ mod tests {
         assert_eq!(a.kv_bytes_per_token, Some(131072));
         let e = EngineArgs::from_json(&json!({"timing_model": {"type": "fixed"}})).unwrap_err();
         assert!(e.0.contains("prefill_ms"), "{e}");
+    }
+
+    #[test]
+    fn kv_manager_choices_are_checked() {
+        let a = EngineArgs::from_json(&json!({"kv_manager": "native"})).unwrap();
+        assert_eq!((a.kv_manager, a.eviction_backend), (KvManager::Native, EvictionBackend::Lineage));
+        let e = EngineArgs::from_json(&json!({"kv_manager": "kvbm"})).unwrap_err();
+        assert!(e.0.contains("engine.kv_manager"), "{e}");
+        let e = EngineArgs::from_json(&json!({"eviction_backend": "multi_lru"})).unwrap_err();
+        assert!(e.0.contains("engine.eviction_backend"), "{e}");
+        let e = EngineArgs::from_json(&json!({"eviction_backend": "lfu"})).unwrap_err();
+        assert!(e.0.contains("engine.eviction_backend") && e.0.contains("unknown variant"), "{e}");
     }
 
     #[test]
