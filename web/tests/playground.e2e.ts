@@ -83,11 +83,11 @@ test('the page loads and shows the default scenario\'s results and charts within
 });
 
 test('changing the eviction backend and the bandwidth and running again changes the numbers', async ({ page }) => {
-  // FIXME(kvbm eviction): the engine accepts `engine.kv_manager: "kvbm"` and
-  // `engine.eviction_backend` (lineage / lru / multi_lru) and has the kvbm block manager, but
-  // the vLLM scheduler does not run on it yet, so the eviction backend changes no number
-  // (checked over 9 pressure / prefix-sharing settings). The bandwidth half passes today (next
-  // test). Remove this line when the scheduler uses kvbm.
+  // FIXME(kvbm eviction): the engine has the kvbm block manager and its eviction backends
+  // (lineage / lru / multi_lru) but no scheduler runs on it yet, so it refuses
+  // `engine.kv_manager: "kvbm"` (and before that refusal, the eviction backend changed no
+  // number over 9 pressure / prefix-sharing settings). The bandwidth half passes today (next
+  // test). Remove this line when a scheduler drives kvbm.
   test.fixme(true, 'the scheduler does not use the kvbm block manager yet');
   // KV pressure with shared prefixes (the eviction choice matters) and a disaggregated pool
   // (the prefill → decode transfer bandwidth matters).
@@ -154,14 +154,10 @@ test('changed settings change the numbers, and an unsupported setting shows the 
   const after = await summary(page);
   expect(after.mean_ttft_ms).not.toBe(before.mean_ttft_ms);
 
-  // Whatever the engine rejects is reported in its own words, naming the field: a 70B model
-  // on one 48 GB L40S leaves no memory for the KV cache (or, in an engine build without the
-  // roofline model, `roofline` is an unknown timing model).
-  n = await runsDone(page);
-  await page.locator('#f-model').selectOption('llama-3.1-70b');
-  await page.locator('#f-timing').selectOption('roofline');
-  await page.locator('#f-gpu').selectOption('l40s');
-  await expect(page.locator('#message')).toContainText(/engine\.(num_gpu_blocks|timing_model)/);
+  // Whatever the engine rejects is reported in its own words, naming the field: here a
+  // disaggregated cluster with a prefill pool and no decode pool.
+  await page.locator('#f-cluster-num_prefill_workers').fill('1');
+  await expect(page.locator('#message')).toContainText('num_decode_workers');
   await expect(page.locator('#message')).toContainText('refused');
 });
 
