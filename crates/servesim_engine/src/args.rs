@@ -274,7 +274,8 @@ impl EngineArgs {
 
     /// Fills what the timing model can derive and the user left out: with a roofline, the
     /// KV pool (GPU memory × utilisation − weights) and the KV bytes per token.
-    fn derive_unset(&mut self, raw: &serde_json::Value) -> Result<(), ArgsError> {
+    /// `raw` is the engine object as written, to tell what the user set.
+    pub fn derive_unset(&mut self, raw: &serde_json::Value) -> Result<(), ArgsError> {
         if let TimingModel::Roofline(r) = &self.timing_model {
             let model = crate::perf::roofline::Roofline::new(r).map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
             if raw.get("num_gpu_blocks").is_none() {

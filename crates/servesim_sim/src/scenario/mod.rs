@@ -184,11 +184,21 @@ impl Default for Scenario {
 impl Scenario {
     /// Parses and validates a scenario; errors name the field's path.
     pub fn from_json_str(text: &str) -> Result<Self, SimError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let s: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+        let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| SimError::new(e.to_string()))?;
+        let mut s: Scenario = serde_path_to_error::deserialize(&raw).map_err(|e| {
             let path = e.path().to_string();
             if path == "." { SimError::new(e.inner().to_string()) } else { SimError::new(format!("{path}: {}", e.inner())) }
         })?;
+        // What a roofline model can derive (KV pool, KV bytes per token) where left unset.
+        let null = serde_json::Value::Null;
+        s.engine.derive_unset(raw.get("engine").unwrap_or(&null))?;
+        let cluster = raw.get("cluster").unwrap_or(&null);
+        if let Some(e) = &mut s.cluster.prefill_engine {
+            e.derive_unset(cluster.get("prefill_engine").unwrap_or(&null))?;
+        }
+        if let Some(e) = &mut s.cluster.decode_engine {
+            e.derive_unset(cluster.get("decode_engine").unwrap_or(&null))?;
+        }
         if s.version != SCENARIO_VERSION {
             return Err(SimError::new(format!("version: unsupported scenario version {} (this build reads {SCENARIO_VERSION})", s.version)));
         }
@@ -245,6 +255,11 @@ mod tests {
         assert!(e.0.contains("workload.rate_rps"), "{e}");
         let e = Scenario::from_json_str(r#"{"cluster": {"num_workers": 0}}"#).unwrap_err();
         assert!(e.0.contains("num_workers"), "{e}");
+        // A roofline scenario derives its KV pool and KV bytes per token unless they are set.
+        let s = Scenario::from_json_str(r#"{"engine": {"block_size": 16, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}}"#).unwrap();
+        assert!(s.engine.num_gpu_blocks > 16384 && s.engine.kv_bytes_per_token == Some(131072), "{:?}", (s.engine.num_gpu_blocks, s.engine.kv_bytes_per_token));
+        let s = Scenario::from_json_str(r#"{"engine": {"num_gpu_blocks": 100, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}}"#).unwrap();
+        assert_eq!(s.engine.num_gpu_blocks, 100);
         let e = Scenario::from_json_str(r#"{"version": 9}"#).unwrap_err();
         assert!(e.0.contains("version"), "{e}");
     }
