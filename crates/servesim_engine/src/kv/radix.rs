@@ -148,17 +148,36 @@ impl RadixCache {
     /// Takes a reference on the path from `node` to the root.
     pub fn lock(&mut self, mut node: NodeId) {
         while node != ROOT {
-            if self.is_evictable_leaf(node) {
-                let la = self.nodes[node as usize].last_access;
-                self.evictable_leaves.remove(&(la, node));
-            }
-            let n = &mut self.nodes[node as usize];
-            if n.lock_ref == 0 {
-                self.protected_pages += 1;
-            }
-            n.lock_ref += 1;
-            node = n.parent;
+            self.lock_one(node);
+            node = self.nodes[node as usize].parent;
         }
+    }
+
+    /// Moves a lock from `from` to `to`: the same as `lock(to)` then `unlock(from)`, but when
+    /// `to` lies below `from` (a request extending its cached prefix) only the new part of the
+    /// path changes, instead of walking the whole path twice per page.
+    pub fn move_lock(&mut self, from: NodeId, to: NodeId) {
+        let mut node = to;
+        while node != ROOT && node != from {
+            self.lock_one(node);
+            node = self.nodes[node as usize].parent;
+        }
+        if node != from {
+            // `to` was not below `from`: the general case.
+            self.unlock(from);
+        }
+    }
+
+    fn lock_one(&mut self, node: NodeId) {
+        if self.is_evictable_leaf(node) {
+            let la = self.nodes[node as usize].last_access;
+            self.evictable_leaves.remove(&(la, node));
+        }
+        let n = &mut self.nodes[node as usize];
+        if n.lock_ref == 0 {
+            self.protected_pages += 1;
+        }
+        n.lock_ref += 1;
     }
 
     pub fn unlock(&mut self, mut node: NodeId) {

@@ -195,8 +195,7 @@ impl SglangCore {
         let old = r.node;
         let pages = self.page_hashes(s, from, full);
         let node = self.cache.insert(old, &pages);
-        self.cache.lock(node);
-        self.cache.unlock(old);
+        self.cache.move_lock(old, node);
         let r = self.req_mut(s);
         r.node = node;
         r.private_pages -= full - from;
