@@ -24,8 +24,6 @@ struct Slot {
     next: SlotId,
     /// The next younger visible copy of the same hash.
     next_copy: SlotId,
-    /// The oldest visible copy of its hash: the one `copies` points at.
-    head: bool,
 }
 
 #[derive(Debug)]
@@ -37,10 +35,7 @@ pub struct BlockPool {
     lru_tail: SlotId,
     inactive: u32,
     /// The oldest cache-visible copy of each hash (lookups use it); younger copies chain
-    /// from it through `next_copy`. Evicting a hash's last copy leaves its entry behind,
-    /// stale (the slot no longer holds that hash): eviction is the hottest path and this saves
-    /// it a hash-table probe, a cache miss. Lookups ignore stale entries, registration
-    /// overwrites them, and the table is swept when they pile up.
+    /// from it through `next_copy`.
     copies: FxHashMap<u64, SlotId>,
     pub events: EventSink,
     evicted: Vec<u64>,
@@ -48,7 +43,7 @@ pub struct BlockPool {
 
 impl BlockPool {
     pub fn new(capacity: u32, events: EventSink) -> Self {
-        let empty = Slot { hash: 0, refs: 0, cached: false, prev: NIL, next: NIL, next_copy: NIL, head: false };
+        let empty = Slot { hash: 0, refs: 0, cached: false, prev: NIL, next: NIL, next_copy: NIL };
         BlockPool {
             slots: vec![empty; capacity as usize],
             // Popped from the back: slot 0 is handed out first.
@@ -81,19 +76,13 @@ impl BlockPool {
 
     /// The slot a prefix hit on `hash` would pin, if the hash is cache-visible.
     pub fn lookup(&self, hash: u64) -> Option<SlotId> {
-        self.copies.get(&hash).copied().filter(|&s| self.live(s, hash))
-    }
-
-    /// Whether a `copies` entry for `hash` pointing at `s` is current.
-    fn live(&self, s: SlotId, hash: u64) -> bool {
-        let slot = &self.slots[s as usize];
-        slot.cached && slot.head && slot.hash == hash
+        self.copies.get(&hash).copied()
     }
 
     /// Every cache-visible hash, sorted: what a router's indexer fed by this pool's events
     /// should hold (for tests).
     pub fn cached_hashes(&self) -> Vec<u64> {
-        let mut v: Vec<u64> = self.copies.iter().filter(|(h, s)| self.live(**s, **h)).map(|(h, _)| *h).collect();
+        let mut v: Vec<u64> = self.copies.keys().copied().collect();
         v.sort_unstable();
         v
     }
@@ -142,33 +131,25 @@ impl BlockPool {
         let mut group_parent = parent;
         let mut prev = parent;
         for &(s, hash, local) in run {
-            debug_assert!(!self.slots[s as usize].cached && self.slots[s as usize].refs > 0, "registering a block that is not private");
+            let slot = &mut self.slots[s as usize];
+            debug_assert!(!slot.cached && slot.refs > 0, "registering a block that is not private");
+            slot.cached = true;
+            slot.hash = hash;
+            slot.next_copy = NIL;
             let first = match self.copies.entry(hash) {
                 std::collections::hash_map::Entry::Vacant(v) => {
                     v.insert(s);
                     true
                 }
-                std::collections::hash_map::Entry::Occupied(mut o) => {
-                    let head = *o.get();
-                    let h = &self.slots[head as usize];
-                    if h.cached && h.head && h.hash == hash {
-                        let mut c = head;
-                        while self.slots[c as usize].next_copy != NIL {
-                            c = self.slots[c as usize].next_copy;
-                        }
-                        self.slots[c as usize].next_copy = s;
-                        false
-                    } else {
-                        o.insert(s);
-                        true
+                std::collections::hash_map::Entry::Occupied(o) => {
+                    let mut c = *o.get();
+                    while self.slots[c as usize].next_copy != NIL {
+                        c = self.slots[c as usize].next_copy;
                     }
+                    self.slots[c as usize].next_copy = s;
+                    false
                 }
             };
-            let slot = &mut self.slots[s as usize];
-            slot.cached = true;
-            slot.hash = hash;
-            slot.next_copy = NIL;
-            slot.head = first;
             if !announce {
                 continue;
             }
@@ -185,13 +166,6 @@ impl BlockPool {
         }
         if !group.is_empty() {
             self.events.push(KvEventData::Stored { parent_hash: group_parent, blocks: group });
-        }
-        if self.copies.len() > 2 * self.slots.len() + 1024 {
-            let slots = &self.slots;
-            self.copies.retain(|&h, &mut s| {
-                let slot = &slots[s as usize];
-                slot.cached && slot.head && slot.hash == h
-            });
         }
     }
 
@@ -215,27 +189,27 @@ impl BlockPool {
         let s = self.lru_head;
         debug_assert!(s != NIL, "evicting from an empty LRU");
         self.unlink(s);
-        let Slot { hash, next_copy, head, .. } = self.slots[s as usize];
+        let Slot { hash, next_copy, .. } = self.slots[s as usize];
         self.slots[s as usize].cached = false;
-        self.slots[s as usize].head = false;
-        match (head, next_copy) {
-            // The last copy is gone (its entry goes stale): the router must forget the block.
-            (true, NIL) => {
+        let std::collections::hash_map::Entry::Occupied(mut head) = self.copies.entry(hash) else {
+            unreachable!("an evicted block is cache-visible");
+        };
+        if *head.get() == s {
+            if next_copy == NIL {
+                // The last copy is gone: the router must forget the block.
+                head.remove();
                 if self.events.enabled {
                     self.evicted.push(hash);
                 }
+            } else {
+                head.insert(next_copy);
             }
-            (true, next) => {
-                self.slots[next as usize].head = true;
-                self.copies.insert(hash, next);
+        } else {
+            let mut c = *head.get();
+            while self.slots[c as usize].next_copy != s {
+                c = self.slots[c as usize].next_copy;
             }
-            (false, _) => {
-                let mut c = self.copies[&hash];
-                while self.slots[c as usize].next_copy != s {
-                    c = self.slots[c as usize].next_copy;
-                }
-                self.slots[c as usize].next_copy = next_copy;
-            }
+            self.slots[c as usize].next_copy = next_copy;
         }
         s
     }
