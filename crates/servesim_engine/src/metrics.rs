@@ -18,3 +18,20 @@ pub struct RankMetrics {
     /// Prompt tokens of this pass's admissions.
     pub cache_query_tokens: u64,
 }
+
+impl RankMetrics {
+    /// A rank's gauges (the pass's prefix-cache counters start at zero).
+    pub fn snapshot(dp_rank: u32, active: u64, total: u64, running: usize, waiting: usize, preemptions_total: u64) -> Self {
+        RankMetrics {
+            dp_rank,
+            active_decode_blocks: active,
+            total_blocks: total,
+            gpu_cache_usage_perc: if total == 0 { 0.0 } else { active as f64 / total as f64 },
+            running_requests: running as u32,
+            waiting_requests: waiting as u32,
+            preemptions_total,
+            cache_hit_tokens: 0,
+            cache_query_tokens: 0,
+        }
+    }
+}

@@ -503,19 +503,7 @@ impl VllmCore {
     }
 
     pub fn metrics(&self) -> RankMetrics {
-        let active = self.pool.active() as u64;
-        let total = self.cfg.num_blocks as u64;
-        RankMetrics {
-            dp_rank: self.dp_rank,
-            active_decode_blocks: active,
-            total_blocks: total,
-            gpu_cache_usage_perc: if total == 0 { 0.0 } else { active as f64 / total as f64 },
-            running_requests: self.running.len() as u32,
-            waiting_requests: self.waiting.len() as u32,
-            preemptions_total: self.preemptions_total,
-            cache_hit_tokens: 0,
-            cache_query_tokens: 0,
-        }
+        RankMetrics::snapshot(self.dp_rank, self.pool.active() as u64, self.cfg.num_blocks as u64, self.running.len(), self.waiting.len(), self.preemptions_total)
     }
 
     /// Every cache-visible block hash, sorted (for tests comparing with a router's indexer).

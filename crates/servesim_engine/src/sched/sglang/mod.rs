@@ -240,19 +240,7 @@ impl SglangCore {
     }
 
     pub fn metrics(&self) -> RankMetrics {
-        let used = self.cache.used_pages() as u64;
-        let total = self.cfg.pages as u64;
-        RankMetrics {
-            dp_rank: self.dp_rank,
-            active_decode_blocks: used,
-            total_blocks: total,
-            gpu_cache_usage_perc: if total == 0 { 0.0 } else { used as f64 / total as f64 },
-            running_requests: self.running.len() as u32,
-            waiting_requests: self.waiting.len() as u32,
-            preemptions_total: self.retractions_total,
-            cache_hit_tokens: 0,
-            cache_query_tokens: 0,
-        }
+        RankMetrics::snapshot(self.dp_rank, self.cache.used_pages() as u64, self.cfg.pages as u64, self.running.len(), self.waiting.len(), self.retractions_total)
     }
 
     pub fn check(&self) -> Result<(), String> {
