@@ -83,12 +83,6 @@ test('the page loads and shows the default scenario\'s results and charts within
 });
 
 test('changing the eviction backend and the bandwidth and running again changes the numbers', async ({ page }) => {
-  // FIXME(kvbm eviction): the engine has the kvbm block manager and its eviction backends
-  // (lineage / lru / multi_lru) but no scheduler runs on it yet, so it refuses
-  // `engine.kv_manager: "kvbm"` (and before that refusal, the eviction backend changed no
-  // number over 9 pressure / prefix-sharing settings). The bandwidth half passes today (next
-  // test). Remove this line when a scheduler drives kvbm.
-  test.fixme(true, 'the scheduler does not use the kvbm block manager yet');
   // KV pressure with shared prefixes (the eviction choice matters) and a disaggregated pool
   // (the prefill → decode transfer bandwidth matters).
   const base = {
@@ -102,8 +96,9 @@ test('changing the eviction backend and the bandwidth and running again changes 
   await manual(page);
   const before = await summary(page);
   const n = await runsDone(page);
-  // The eviction backend alone changes the numbers...
-  await page.locator('#f-engine-eviction_backend').selectOption('lru');
+  // The eviction backend alone changes the numbers (lineage → multi_lru: under the vLLM
+  // scheduler lineage and lru always pick the same block, see README)...
+  await page.locator('#f-engine-eviction_backend').selectOption('multi_lru');
   await page.locator('#run').click();
   await waitRun(page, n);
   await expect(page.locator('#message')).toBeHidden();

@@ -356,10 +356,9 @@ impl EngineArgs {
                 return err("engine.timing_model.config.path: a dynamo_profile model needs the path of its NPZ profile");
             }
         }
-        if self.kv_manager == KvManager::Kvbm {
-            // The manager exists (kv::kvbm) but no scheduler drives it yet: say so rather
-            // than silently simulating the native pool.
-            return err("engine.kv_manager: \"kvbm\" is not driven by the schedulers yet (use \"native\")");
+        if self.kv_manager == KvManager::Kvbm && self.backend == Backend::Sglang {
+            // SGLang's pages live in its radix cache, which has its own LRU eviction.
+            return err("engine.kv_manager: \"kvbm\" backs the vllm backend; sglang uses its radix cache");
         }
         if self.eviction_backend != EvictionBackend::Lineage && self.kv_manager != KvManager::Kvbm {
             return err("engine.eviction_backend: only the kvbm manager has eviction backends");
@@ -442,7 +441,9 @@ mod tests {
     fn kv_manager_choices_are_checked() {
         let a = EngineArgs::from_json(&json!({"kv_manager": "native"})).unwrap();
         assert_eq!((a.kv_manager, a.eviction_backend), (KvManager::Native, EvictionBackend::Lineage));
-        let e = EngineArgs::from_json(&json!({"kv_manager": "kvbm"})).unwrap_err();
+        let a = EngineArgs::from_json(&json!({"kv_manager": "kvbm", "eviction_backend": "multi_lru"})).unwrap();
+        assert_eq!((a.kv_manager, a.eviction_backend), (KvManager::Kvbm, EvictionBackend::MultiLru));
+        let e = EngineArgs::from_json(&json!({"kv_manager": "kvbm", "backend": "sglang"})).unwrap_err();
         assert!(e.0.contains("engine.kv_manager"), "{e}");
         let e = EngineArgs::from_json(&json!({"eviction_backend": "multi_lru"})).unwrap_err();
         assert!(e.0.contains("engine.eviction_backend"), "{e}");

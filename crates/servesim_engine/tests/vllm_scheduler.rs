@@ -129,32 +129,59 @@ fn lifo_preemption_requeues_the_newest_running_request() {
 /// prefix, prefix caching and chunked prefill: every token is emitted, nothing stays held.
 #[test]
 fn stress_every_combination_emits_every_token_and_frees_every_block() {
-    for shared in [false, true] {
-        for caching in [false, true] {
-            for chunked in [false, true] {
-                let mut e = engine(json!({
-                    "block_size": 16, "num_gpu_blocks": 500,
-                    "enable_prefix_caching": caching, "enable_chunked_prefill": chunked,
-                }));
-                for id in 0..200u64 {
-                    let prompt: Vec<u32> = (0..1000u32).map(|t| if shared && t < 800 { t } else { id as u32 * 10_000 + t }).collect();
-                    e.submit(Request { id, prompt: prompt.into(), max_output: 100 });
+    // Each block manager: the native pool, and kvbm with each eviction backend.
+    let managers = [json!({}), json!({"kv_manager": "kvbm"}), json!({"kv_manager": "kvbm", "eviction_backend": "lru"}), json!({"kv_manager": "kvbm", "eviction_backend": "multi_lru"})];
+    for manager in managers {
+        for shared in [false, true] {
+            for caching in [false, true] {
+                for chunked in [false, true] {
+                    let mut args = json!({
+                        "block_size": 16, "num_gpu_blocks": 500,
+                        "enable_prefix_caching": caching, "enable_chunked_prefill": chunked,
+                    });
+                    args.as_object_mut().unwrap().extend(manager.as_object().unwrap().clone());
+                    let mut e = engine(args);
+                    for id in 0..200u64 {
+                        let prompt: Vec<u32> = (0..1000u32).map(|t| if shared && t < 800 { t } else { id as u32 * 10_000 + t }).collect();
+                        e.submit(Request { id, prompt: prompt.into(), max_output: 100 });
+                    }
+                    let (mut tokens, mut completed) = (0u64, 0u32);
+                    let mut passes = 0;
+                    while e.has_work() {
+                        let o = e.step(0.0);
+                        tokens += o.tokens.len() as u64;
+                        completed += o.finished.iter().filter(|f| f.outcome == Outcome::Completed).count() as u32;
+                        e.check().unwrap();
+                        passes += 1;
+                        assert!(passes < 1_000_000, "no progress");
+                    }
+                    let label = format!("{manager}, shared {shared}, caching {caching}, chunked {chunked}");
+                    assert_eq!(tokens, 200 * 100, "{label}");
+                    assert_eq!(completed, 200, "{label}");
+                    assert_eq!(e.metrics().active_decode_blocks, 0, "{label}");
                 }
-                let (mut tokens, mut completed) = (0u64, 0u32);
-                let mut passes = 0;
-                while e.has_work() {
-                    let o = e.step(0.0);
-                    tokens += o.tokens.len() as u64;
-                    completed += o.finished.iter().filter(|f| f.outcome == Outcome::Completed).count() as u32;
-                    e.check().unwrap();
-                    passes += 1;
-                    assert!(passes < 1_000_000, "no progress");
-                }
-                let label = format!("shared {shared}, caching {caching}, chunked {chunked}");
-                assert_eq!(tokens, 200 * 100, "{label}");
-                assert_eq!(completed, 200, "{label}");
-                assert_eq!(e.metrics().active_decode_blocks, 0, "{label}");
             }
         }
     }
+}
+
+#[test]
+fn kvbm_merges_a_recomputed_block_into_its_existing_copy() {
+    // B's prompt is A's; B reuses 3 of its 4 blocks and recomputes the last one. The native
+    // pool keeps that recomputed block as a second physical copy; kvbm merges it.
+    let active_after_b = |manager: serde_json::Value| {
+        let mut args = json!({"block_size": 16, "num_gpu_blocks": 100});
+        args.as_object_mut().unwrap().extend(manager.as_object().unwrap().clone());
+        let mut e = engine(args);
+        let prompt: Vec<u32> = (0..64).collect();
+        e.submit(Request { id: 1, prompt: prompt.clone().into(), max_output: 50 });
+        step(&mut e);
+        e.submit(Request { id: 2, prompt: prompt.into(), max_output: 50 });
+        let p = step(&mut e);
+        assert_eq!(p.admitted, vec![(2, 48)]);
+        e.metrics().active_decode_blocks
+    };
+    let native = active_after_b(json!({}));
+    let kvbm = active_after_b(json!({"kv_manager": "kvbm"}));
+    assert_eq!(native, kvbm + 1);
 }

@@ -3,8 +3,10 @@
 pub mod block_pool;
 pub mod events;
 pub mod kvbm;
+pub mod pool;
 pub mod radix;
 
 pub use block_pool::{BlockPool, SlotId};
+pub use pool::Pool;
 pub use radix::{NodeId, RadixCache, ROOT};
 pub use events::{EventSink, KvEvent, KvEventData, StoredBlock};

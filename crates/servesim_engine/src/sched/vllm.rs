@@ -2,9 +2,10 @@
 //! requests first, FIFO admission gated on the whole sequence's blocks, inline preemption
 //! with recompute. Rules and their evidence: `shared/reference/verified-vllm.md`.
 
-use crate::args::{ArgsError, EngineArgs, PreemptionMode, WorkerType};
+use crate::args::{ArgsError, EngineArgs, KvManager, PreemptionMode, WorkerType};
 use crate::engine::{Admission, Finished, Outcome, PassOutput};
-use crate::kv::{BlockPool, EventSink, SlotId};
+use crate::kv::kvbm::pool::KvbmPool;
+use crate::kv::{BlockPool, EventSink, Pool, SlotId};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
 use crate::sequence::{Request, Sequence};
@@ -63,7 +64,7 @@ enum Scheduled {
 pub struct VllmCore {
     cfg: Config,
     timer: PassTimer,
-    pool: BlockPool,
+    pool: Pool,
     dp_rank: u32,
     /// Sequences by slot; queues hold slot indices.
     seqs: Vec<Option<Sequence>>,
@@ -93,8 +94,13 @@ impl VllmCore {
         };
         // No events without prefix caching, nor from decode workers (Dynamo publishes none).
         let events = emit_events && cfg.prefix_caching && cfg.worker_type != WorkerType::Decode;
+        let sink = EventSink::new(events, dp_rank);
+        let pool = match args.kv_manager {
+            KvManager::Native => Pool::Native(BlockPool::new(cfg.num_blocks, sink)),
+            KvManager::Kvbm => Pool::Kvbm(KvbmPool::new(cfg.num_blocks, args.eviction_backend, sink)),
+        };
         Ok(VllmCore {
-            pool: BlockPool::new(cfg.num_blocks, EventSink::new(events, dp_rank)),
+            pool,
             timer: PassTimer::from_args(args)?,
             cfg,
             dp_rank,
@@ -378,7 +384,11 @@ impl VllmCore {
                 let (hash, local) = seq.block_hashes(b, bs, &mut self.scratch);
                 run.push((seq.blocks[b as usize], hash, local));
             }
-            self.pool.register_run(seq.parent_of(seq.visible), run);
+            self.pool.register_run(seq.parent_of(seq.visible), seq.visible, run);
+            // The kvbm manager merges a block computed twice into the first copy.
+            for (b, &(slot, _, _)) in (seq.visible..full).zip(run.iter()) {
+                seq.blocks[b as usize] = slot;
+            }
             seq.visible = full;
         }
         let chunk = Chunk {
@@ -481,7 +491,7 @@ impl VllmCore {
             }
         }
         self.out.metrics = RankMetrics { cache_hit_tokens: self.out.metrics.cache_hit_tokens, cache_query_tokens: self.out.metrics.cache_query_tokens, ..self.metrics() };
-        self.pool.events.drain_into(&mut self.out.kv_events);
+        self.pool.events().drain_into(&mut self.out.kv_events);
     }
 
     /// Retires a request that has left `running`/`waiting`, releasing its blocks.

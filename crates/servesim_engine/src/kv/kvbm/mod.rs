@@ -19,6 +19,7 @@
 pub mod lineage;
 pub mod lru;
 pub mod multi_lru;
+pub mod pool;
 pub mod tinylfu;
 
 use super::events::{EventSink, KvEventData, StoredBlock};
@@ -125,6 +126,9 @@ pub struct KvbmManager {
     partial: FxHashMap<u64, ()>,
     evictor: Evictor,
     pub events: EventSink,
+    /// Hashes evicted since the last `take_evicted` (whoever maps blocks to handles must
+    /// forget them, whether or not events are published).
+    evicted: Vec<u64>,
 }
 
 impl KvbmManager {
@@ -134,7 +138,7 @@ impl KvbmManager {
             EvictionBackend::Lru => Evictor::Lru(Default::default()),
             EvictionBackend::MultiLru => Evictor::MultiLru(Box::new(multi_lru::MultiLru::new(capacity))),
         };
-        KvbmManager { capacity, free: capacity, registry: FxHashMap::default(), partial: FxHashMap::default(), evictor, events }
+        KvbmManager { capacity, free: capacity, registry: FxHashMap::default(), partial: FxHashMap::default(), evictor, events, evicted: Vec::new() }
     }
 
     pub fn capacity(&self) -> u32 {
@@ -146,6 +150,18 @@ impl KvbmManager {
     /// Distinct physical blocks held.
     pub fn active(&self) -> u32 {
         self.capacity - self.free - self.inactive()
+    }
+    /// Slots neither registered nor partial.
+    pub fn free(&self) -> u32 {
+        self.free
+    }
+    /// Every registered (cache-visible) hash, in no particular order.
+    pub fn registered(&self) -> impl Iterator<Item = u64> + '_ {
+        self.registry.keys().copied()
+    }
+    /// Hashes evicted since the last call.
+    pub fn take_evicted(&mut self) -> std::vec::Drain<'_, u64> {
+        self.evicted.drain(..)
     }
     /// Whether `hash` would be a hit, and whether someone holds it.
     pub fn lookup(&self, hash: u64) -> Option<bool> {
@@ -161,6 +177,7 @@ impl KvbmManager {
         match self.evictor.evict() {
             Some(hash) => {
                 self.registry.remove(&hash);
+                self.evicted.push(hash);
                 removed.push(hash);
                 true
             }
