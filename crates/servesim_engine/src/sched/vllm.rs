@@ -451,15 +451,36 @@ impl VllmCore {
         } else {
             self.timer.prefill(n, isl / n, pre / n)
         };
+        // One walk over the running requests: count the decode batch (as it stood before this
+        // pass's tokens), emit a token to each fully computed request, and retire the
+        // finished ones, keeping the rest in order.
         let (mut batch, mut context) = (0u64, 0u64);
-        for &s in &self.running {
-            let seq = self.seq(s);
-            // A request decodes once it has a token, or at once if its prompt was transferred.
-            if seq.fully_computed() && (seq.generated > 0 || seq.prefilled) && !seq.generation_done() {
-                batch += 1;
-                context += seq.len() as u64;
+        let max_len = self.cfg.max_model_len;
+        let mut kept = 0;
+        for k in 0..self.running.len() {
+            let s = self.running[k];
+            let seq = self.seqs[s as usize].as_mut().expect("live sequence");
+            let mut done = false;
+            if seq.fully_computed() {
+                // A request decodes once it has a token, or at once if its prompt was transferred.
+                if (seq.generated > 0 || seq.prefilled) && !seq.generation_done() {
+                    batch += 1;
+                    context += seq.len() as u64;
+                }
+                if !seq.generation_done() {
+                    seq.generated += 1;
+                    self.out.tokens.push(seq.id);
+                }
+                done = seq.generation_done() || max_len.is_some_and(|m| seq.len() >= m);
+            }
+            if done {
+                self.finish(s, Outcome::Completed);
+            } else {
+                self.running[kept] = s;
+                kept += 1;
             }
         }
+        self.running.truncate(kept);
         let decode = if self.cfg.worker_type == WorkerType::Prefill {
             Default::default()
         } else {
@@ -467,29 +488,6 @@ impl VllmCore {
             self.timer.decode(batch, context, total)
         };
         self.out.duration = prefill + decode;
-
-        let mut k = 0;
-        while k < self.running.len() {
-            let s = self.running[k];
-            let max_len = self.cfg.max_model_len;
-            let seq = self.seq_mut(s);
-            if !seq.fully_computed() {
-                k += 1;
-                continue;
-            }
-            if !seq.generation_done() {
-                seq.generated += 1;
-                let id = seq.id;
-                self.out.tokens.push(id);
-            }
-            let seq = self.seq(s);
-            if seq.generation_done() || max_len.is_some_and(|m| seq.len() >= m) {
-                self.running.remove(k);
-                self.finish(s, Outcome::Completed);
-            } else {
-                k += 1;
-            }
-        }
         self.out.metrics = RankMetrics { cache_hit_tokens: self.out.metrics.cache_hit_tokens, cache_query_tokens: self.out.metrics.cache_query_tokens, ..self.metrics() };
         self.pool.events().drain_into(&mut self.out.kv_events);
     }
