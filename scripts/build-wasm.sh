@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the browser engine: cargo (wasm32, profile `wasm`) → wasm-bindgen --target web →
-# wasm-opt -Oz (npm binaryen ≥ 116; Debian's 108 corrupts wasm-bindgen output) → web/pkg/.
+# wasm-opt -O3 (npm binaryen ≥ 116; Debian's 108 corrupts wasm-bindgen output) → web/pkg/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
@@ -21,7 +21,8 @@ if [ -x "$WASM_OPT" ]; then
     exit 1
   fi
   # Features come from the module's target_features section (never set `strip = true`).
-  "$WASM_OPT" -Oz web/pkg/servesim_wasm_bg.wasm -o web/pkg/servesim_wasm_bg.wasm
+  # -O3, not -Oz: measured 10 % faster replays for 1.5 % more bytes.
+  "$WASM_OPT" -O3 web/pkg/servesim_wasm_bg.wasm -o web/pkg/servesim_wasm_bg.wasm
 else
   echo "build-wasm: no wasm-opt (run npm ci first); keeping the unoptimised module" >&2
 fi

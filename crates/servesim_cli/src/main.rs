@@ -45,8 +45,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Replay { case, timeseries } => replay(&case).and_then(|r| output(r, timeseries.as_deref())),
-        Command::Run { scenario, timeseries } => run(&scenario).and_then(|r| output(r, timeseries.as_deref())),
+        Command::Replay { case, timeseries } => replay(&case, timeseries.is_some()).and_then(|r| output(r, timeseries.as_deref())),
+        Command::Run { scenario, timeseries } => run(&scenario, timeseries.is_some()).and_then(|r| output(r, timeseries.as_deref())),
         Command::Bench { case, runs } => bench(&case, runs).and_then(|json| print(|w| writeln!(w, "{json}"))),
     };
     match result {
@@ -94,16 +94,16 @@ fn output(report: RunReport, timeseries: Option<&Path>) -> Result<(), SimError> 
     print(|w| report.write_json(&mut *w))
 }
 
-fn replay(case_path: &Path) -> Result<RunReport, SimError> {
+fn replay(case_path: &Path, timeseries: bool) -> Result<RunReport, SimError> {
     let case = Case::from_json_str(&read(case_path)?, &case_path.display().to_string())?;
     let mut cfg = case.config()?;
     load_profiles(&mut cfg, &mut |p| read_bytes(&relative(case_path, p)))?;
     let trace_path = relative(case_path, &case.trace);
     let workload = read_trace(&trace_path, case.trace_block_size())?;
-    Ok(Simulation::new(&cfg, workload)?.run())
+    Ok(Simulation::new(&cfg, workload)?.with_timeseries(timeseries).run())
 }
 
-fn run(path: &Path) -> Result<RunReport, SimError> {
+fn run(path: &Path, timeseries: bool) -> Result<RunReport, SimError> {
     let scenario = Scenario::from_json_str(&read(path)?).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
     let mut cfg = scenario.config()?;
     load_profiles(&mut cfg, &mut |p| read_bytes(&relative(path, p)))?;
@@ -117,7 +117,7 @@ fn run(path: &Path) -> Result<RunReport, SimError> {
             return Err(SimError::new("workload.path: a trace workload needs a path"));
         }
     };
-    Ok(Simulation::new(&cfg, workload)?.run())
+    Ok(Simulation::new(&cfg, workload)?.with_timeseries(timeseries).run())
 }
 
 fn bench(case_path: &Path, runs: u32) -> Result<String, SimError> {
@@ -125,7 +125,7 @@ fn bench(case_path: &Path, runs: u32) -> Result<String, SimError> {
     let mut requests = 0;
     for _ in 0..runs.max(1) {
         let start = std::time::Instant::now();
-        let report = replay(case_path)?;
+        let report = replay(case_path, false)?;
         walls.push(start.elapsed().as_secs_f64());
         requests = report.collector.records.len();
     }

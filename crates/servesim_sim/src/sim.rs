@@ -313,6 +313,13 @@ impl Simulation {
         self
     }
 
+    /// Whether to record the time series (on by default). A replay whose series nobody
+    /// reads turns it off and saves the per-pass window bookkeeping.
+    pub fn with_timeseries(mut self, on: bool) -> Self {
+        self.recorder.set_enabled(on);
+        self
+    }
+
     /// Virtual time reached so far.
     pub fn now_ms(&self) -> f64 {
         self.now_ms

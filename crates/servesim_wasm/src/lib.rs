@@ -75,7 +75,8 @@ pub fn replay_case(case_json: &str, source: &str, trace: &str, files: Option<Obj
     let mut cfg = case.config().map_err(js_err)?;
     servesim_sim::replay::load_profiles(&mut cfg, &mut |name| read_file(&files, name)).map_err(js_err)?;
     let workload = servesim_sim::workload::mooncake::parse(trace, case.trace_block_size(), &case.trace).map_err(js_err)?;
-    let report = servesim_sim::Simulation::new(&cfg, workload).map_err(js_err)?.run();
+    // Its output has no time series: skip recording them, as the native replay does.
+    let report = servesim_sim::Simulation::new(&cfg, workload).map_err(js_err)?.with_timeseries(false).run();
     report_text(&report)
 }
 

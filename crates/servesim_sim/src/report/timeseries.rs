@@ -63,6 +63,9 @@ struct RankWindow {
 /// Folds run events into windows as they happen.
 #[derive(Clone, Debug)]
 pub struct Recorder {
+    /// Off when nobody reads the series (a replay without `--timeseries`): every method
+    /// returns at once, and the run skips the per-pass window bookkeeping.
+    on: bool,
     interval_ms: f64,
     cluster: Vec<ClusterWindow>,
     ranks: Vec<(RankSeries, Vec<RankWindow>)>,
@@ -70,7 +73,11 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(interval_ms: f64) -> Self {
-        Recorder { interval_ms, cluster: Vec::new(), ranks: Vec::new() }
+        Recorder { on: true, interval_ms, cluster: Vec::new(), ranks: Vec::new() }
+    }
+
+    pub fn set_enabled(&mut self, on: bool) {
+        self.on = on;
     }
 
     pub fn add_rank(&mut self, pool: &'static str, worker: u32, dp_rank: u32) {
@@ -91,24 +98,39 @@ impl Recorder {
 
     /// A pass end at `t_ms` emitted `tokens` tokens.
     pub fn tokens(&mut self, t_ms: f64, tokens: u64) {
+        if !self.on {
+            return;
+        }
         self.cluster_at(t_ms).output_tokens += tokens;
     }
 
     pub fn gaps(&mut self, t_ms: f64, gap_ms: f64, n: u64) {
+        if !self.on {
+            return;
+        }
         self.cluster_at(t_ms).itl.add_n(gap_ms, n);
     }
 
     pub fn first_token(&mut self, t_ms: f64, ttft_ms: f64) {
+        if !self.on {
+            return;
+        }
         self.cluster_at(t_ms).ttft.add(ttft_ms);
     }
 
     pub fn completed(&mut self, t_ms: f64, input_tokens: u32) {
+        if !self.on {
+            return;
+        }
         let w = self.cluster_at(t_ms);
         w.completed += 1;
         w.input_tokens += input_tokens as u64;
     }
 
     pub fn rank_metrics(&mut self, rank: usize, t_ms: f64, m: &RankMetrics) {
+        if !self.on {
+            return;
+        }
         let k = self.window(t_ms);
         let windows = &mut self.ranks[rank].1;
         if windows.len() <= k {
