@@ -15,15 +15,29 @@ use hashbrown::hash_table::{Entry, HashTable};
 pub type SlotId = u32;
 const NIL: SlotId = SlotId::MAX;
 
+/// 24 bytes, so that a 65,536-block pool's slots and its index fit in L2 together: the
+/// eviction path reads cold slots, and measured side by side the last-level misses there were
+/// the replay's largest cost.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     hash: u64,
-    refs: u32,
-    cached: bool,
+    /// Holders in the low 31 bits; the top bit is set once the block is cache-visible.
+    state: u32,
     prev: SlotId,
     next: SlotId,
     /// The next younger visible copy of the same hash.
     next_copy: SlotId,
+}
+
+const CACHED: u32 = 1 << 31;
+
+impl Slot {
+    fn refs(&self) -> u32 {
+        self.state & !CACHED
+    }
+    fn cached(&self) -> bool {
+        self.state & CACHED != 0
+    }
 }
 
 #[derive(Debug)]
@@ -47,7 +61,7 @@ pub struct BlockPool {
 
 impl BlockPool {
     pub fn new(capacity: u32, events: EventSink) -> Self {
-        let empty = Slot { hash: 0, refs: 0, cached: false, prev: NIL, next: NIL, next_copy: NIL };
+        let empty = Slot { hash: 0, state: 0, prev: NIL, next: NIL, next_copy: NIL };
         BlockPool {
             slots: vec![empty; capacity as usize],
             // Popped from the back: slot 0 is handed out first.
@@ -93,21 +107,21 @@ impl BlockPool {
     }
 
     pub fn is_held(&self, slot: SlotId) -> bool {
-        self.slots[slot as usize].refs > 0
+        self.slots[slot as usize].refs() > 0
     }
 
     /// Pins `hits` and allocates `fresh` private slots, appending all to `out`; or changes
     /// nothing and returns false when free + evictable (not counting the hits) is too small.
     pub fn reserve(&mut self, hits: &[SlotId], fresh: u32, out: &mut Vec<SlotId>) -> bool {
-        let pinned_inactive = hits.iter().filter(|&&s| self.slots[s as usize].refs == 0).count() as u32;
+        let pinned_inactive = hits.iter().filter(|&&s| self.slots[s as usize].refs() == 0).count() as u32;
         if fresh > self.free.len() as u32 + self.inactive - pinned_inactive {
             return false;
         }
         for &s in hits {
-            if self.slots[s as usize].refs == 0 {
+            if self.slots[s as usize].refs() == 0 {
                 self.unlink(s);
             }
-            self.slots[s as usize].refs += 1;
+            self.slots[s as usize].state += 1;
             out.push(s);
         }
         for _ in 0..fresh {
@@ -116,8 +130,7 @@ impl BlockPool {
                 None => self.evict_head(),
             };
             let slot = &mut self.slots[s as usize];
-            slot.refs = 1;
-            slot.cached = false;
+            slot.state = 1;
             out.push(s);
         }
         if !self.evicted.is_empty() {
@@ -137,8 +150,8 @@ impl BlockPool {
         let mut prev = parent;
         for &(s, hash, local) in run {
             let slot = &mut self.slots[s as usize];
-            debug_assert!(!slot.cached && slot.refs > 0, "registering a block that is not private");
-            slot.cached = true;
+            debug_assert!(!slot.cached() && slot.refs() > 0, "registering a block that is not private");
+            slot.state |= CACHED;
             slot.hash = hash;
             slot.next_copy = NIL;
             let slots = &self.slots;
@@ -179,12 +192,12 @@ impl BlockPool {
     /// holders left joins the LRU tail. Callers release a request's blocks leaf first.
     pub fn release(&mut self, s: SlotId) {
         let slot = &mut self.slots[s as usize];
-        debug_assert!(slot.refs > 0, "releasing an unheld block");
-        slot.refs -= 1;
-        if slot.refs > 0 {
+        debug_assert!(slot.refs() > 0, "releasing an unheld block");
+        slot.state -= 1;
+        if slot.refs() > 0 {
             return;
         }
-        if slot.cached {
+        if slot.cached() {
             self.push_tail(s);
         } else {
             self.free.push(s);
@@ -196,7 +209,7 @@ impl BlockPool {
         debug_assert!(s != NIL, "evicting from an empty LRU");
         self.unlink(s);
         let Slot { hash, next_copy, .. } = self.slots[s as usize];
-        self.slots[s as usize].cached = false;
+        self.slots[s as usize].state &= !CACHED;
         // The head copy is found by its slot id alone; a younger copy by its hash.
         if let Ok(mut head) = self.copies.find_entry(hash, |&c| c == s) {
             if next_copy == NIL {
@@ -254,7 +267,7 @@ impl BlockPool {
 
     /// Checks the pool's bookkeeping; used by tests and debug builds.
     pub fn check(&self) -> Result<(), String> {
-        let held = self.slots.iter().filter(|s| s.refs > 0).count() as u32;
+        let held = self.slots.iter().filter(|s| s.refs() > 0).count() as u32;
         if held != self.active() {
             return Err(format!("held {} != active {}", held, self.active()));
         }
@@ -262,7 +275,7 @@ impl BlockPool {
         let mut s = self.lru_head;
         while s != NIL {
             let slot = &self.slots[s as usize];
-            if slot.refs != 0 || !slot.cached {
+            if slot.refs() != 0 || !slot.cached() {
                 return Err(format!("slot {s} in the LRU is held or not cached"));
             }
             n += 1;
