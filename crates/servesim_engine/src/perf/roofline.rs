@@ -415,6 +415,23 @@ mod tests {
             eprintln!("{isl}/{osl}: TTFT {p:.2} vs {ttft} ({:.2}x), ITL {d:.2} vs {itl} ({:.2}x)", p / ttft, d / itl);
             assert!((0.3..3.0).contains(&(p / ttft)) && (0.3..3.0).contains(&(d / itl)));
         }
+        // vLLM's performance-benchmark CI (Buildkite build 9515, "Latency tests"): Llama-3.1-8B,
+        // one H200, TP1, bf16 (dtype auto), a fixed batch of 8 prompts of 32 tokens generating
+        // 128 tokens each; mean end-to-end latency 833.421 ms. One prefill pass for the batch
+        // (it yields the first token), then 127 decode steps of the 8 requests.
+        let args: RooflineArgs = serde_json::from_value(serde_json::json!(
+            {"model": "llama-3.1-8b", "gpu": "h200", "tp": 1})).unwrap();
+        let r = Roofline::new(&args).unwrap();
+        let (batch, isl, osl, measured) = (8u64, 32u64, 128u64, 833.421);
+        let prefill = r.prefill_ms(batch, isl, 0);
+        let decode: f64 = (1..osl).map(|i| r.decode_ms(batch, batch * (isl + i))).sum();
+        let e2e = prefill + decode;
+        eprintln!(
+            "llama-3.1-8b h200 batch {batch} {isl}/{osl}: end-to-end {e2e:.2} vs {measured} ({:.2}x); prefill {prefill:.2}, mean decode step {:.2}",
+            e2e / measured,
+            decode / (osl - 1) as f64
+        );
+        assert!((0.3..3.0).contains(&(e2e / measured)));
     }
 
     #[test]
