@@ -119,21 +119,20 @@ fn sglang_cases_the_reference_never_returns_on_end() {
     }
 }
 
-/// Line 3's prompt (159 tokens, 37 to generate) can never fit the 128-token pool, but with
-/// chunked prefill (64) the SGLang core admits its first chunk, which then holds half the
-/// pool while line 1 decodes; both end as unschedulable. Line 1 (38 + 32 tokens) fits alone
-/// and should complete.
+/// Line 3's prompt (159 tokens, 37 to generate) can never fit the 128-token pool. With
+/// chunked prefill (64) the reference admits its first chunk, which then holds half the pool
+/// while line 1 decodes, and never returns; servesim refuses line 3 on arrival, and line 1
+/// (38 + 32 tokens, which fits alone) completes.
 #[test]
-#[ignore = "SGLang: a chunked prompt larger than the pool is admitted chunk by chunk (tests/reference-aborts/README.md)"]
 fn sglang_chunked_prompt_over_the_pool_does_not_take_others_down() {
     expect("sglang-hang-chunked-prompt-over-pool", &[(3, "the pool has 128")]);
 }
 
 /// Every request here fits the 288-token pool alone (at most 156 + 25 tokens), so none is
-/// unschedulable; today line 7 is ended at 176 tokens as "no longer fits the KV pool of 288
-/// tokens" while line 8 still runs.
+/// unschedulable. Line 7 ends up decoding alone while line 8's partial prefill holds the
+/// pages it needs to grow (the reference never returns); servesim retracts that partial
+/// prefill, and every request completes.
 #[test]
-#[ignore = "SGLang: a decode-time retraction victim is reported as not fitting a pool it fits (tests/reference-aborts/README.md)"]
 fn sglang_decode_pressure_completes_every_request() {
     expect("sglang-hang-decode-pressure", &[]);
 }

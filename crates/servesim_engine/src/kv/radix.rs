@@ -1,17 +1,27 @@
 //! SGLang-style radix (prefix) cache over pages of `page_size` tokens.
 //!
-//! The tree holds one node per cached page, keyed under its parent by the page's local
-//! (token) hash, so a path from the root spells a token prefix. Physical page identities
-//! have no observable effect, so the cache only counts pages: the pool is split into free
-//! pages, pages owned by the tree, and pages requests hold privately (their uncached tail).
+//! The tree is compressed: a node holds the run of pages on the edge from its parent, keyed
+//! under the parent by its first page's local (token) hash, so a path from the root spells a
+//! token prefix. Physical page identities have no observable effect, so the cache only counts
+//! pages: the pool is split into free pages, pages owned by the tree, and pages requests hold
+//! privately (their uncached tail).
 //!
+//! Node boundaries matter because recency is kept per node, as in the reference's tree:
 //! - A request holding a prefix locks its path (`lock_ref` on every node up to the root);
-//!   locked pages are *protected*, unlocked ones *evictable*.
-//! - Eviction removes the least recently accessed unlocked leaf, one page at a time; a parent
-//!   left childless and unlocked becomes a candidate with its own access time.
-//! - Inserting a page the tree already has is a duplicate: the caller frees its private copy.
-//! - Events: `Stored` when pages enter the tree, `Removed` when they are evicted. The tree
-//!   holds each prefix once, so the per-hash reference count of router visibility is 1.
+//!   locked pages are *protected*, unlocked ones *evictable*. A locked prefix always ends at
+//!   a node boundary: matching part of a node splits it, and the prefix half inherits the
+//!   node's access time without being touched.
+//! - Matching touches every fully matched node on the path; inserting below a node touches
+//!   the whole path from that node to the root, then the nodes it walks through. New pages
+//!   extend a leaf in place when it is unlocked (or locked only by the inserting request, at
+//!   the node it inserts from); otherwise they form a new child, stamped after the touch.
+//! - Eviction takes the least recently accessed unlocked leaf; when fewer pages are needed
+//!   than it holds, only its newest pages go and it keeps its access time. A parent left
+//!   childless and unlocked becomes a candidate with its own access time.
+//! - Inserting a page the tree already has is a duplicate: the caller's private copy is freed.
+//! - Events: `Stored` when pages enter the tree, `Removed` when they are evicted (deepest
+//!   first). The tree holds each prefix once, so the per-hash reference count of router
+//!   visibility is 1.
 
 use super::events::{EventSink, KvEventData, StoredBlock};
 use rustc_hash::FxHashMap;
@@ -23,14 +33,22 @@ pub const ROOT: NodeId = 0;
 #[derive(Clone, Debug)]
 struct Node {
     parent: NodeId,
-    key: u64,
-    /// Sequence (chained) hash of the prefix ending with this page: its router identity.
-    seq_hash: u64,
+    /// Local (token) hashes of the node's pages, in order.
+    keys: Vec<u64>,
+    /// Sequence (chained) hashes of the same pages: their router identities.
+    seqs: Vec<u64>,
     lock_ref: u32,
     children: u32,
     last_access: u64,
+    /// Pages from the root through this node's last page.
     depth: u32,
     live: bool,
+}
+
+impl Node {
+    fn pages(&self) -> u32 {
+        self.keys.len() as u32
+    }
 }
 
 #[derive(Debug)]
@@ -48,9 +66,23 @@ pub struct RadixCache {
     pub events: EventSink,
 }
 
+/// How many leading pages of `node_keys` equal `keys`.
+fn common_prefix(node_keys: &[u64], keys: &[u64]) -> usize {
+    node_keys.iter().zip(keys).take_while(|(a, b)| a == b).count()
+}
+
 impl RadixCache {
     pub fn new(total_pages: u32, events: EventSink) -> Self {
-        let root = Node { parent: ROOT, key: 0, seq_hash: 0, lock_ref: 1, children: 0, last_access: 0, depth: 0, live: true };
+        let root = Node {
+            parent: ROOT,
+            keys: Vec::new(),
+            seqs: Vec::new(),
+            lock_ref: 1,
+            children: 0,
+            last_access: 0,
+            depth: 0,
+            live: true,
+        };
         RadixCache {
             nodes: vec![root],
             free_nodes: Vec::new(),
@@ -81,53 +113,16 @@ impl RadixCache {
     pub fn protected_pages(&self) -> u32 {
         self.protected_pages
     }
+    /// Pages from the root through `n`'s last page.
     pub fn depth(&self, n: NodeId) -> u32 {
         self.nodes[n as usize].depth
     }
 
-    /// Advances the access clock; every node touched by one operation gets the same stamp.
-    pub fn tick(&mut self) -> u64 {
+    /// Advances the access clock: every node touched by one operation gets the same stamp,
+    /// and a node created afterwards a later one.
+    fn tick(&mut self) -> u64 {
         self.clock += 1;
         self.clock
-    }
-
-    /// Longest cached path spelled by `keys` (at most `keys.len()` pages), read-only.
-    pub fn peek(&self, keys: impl IntoIterator<Item = u64>) -> (NodeId, u32) {
-        let mut node = ROOT;
-        let mut n = 0;
-        for k in keys {
-            match self.children.get(&(node, k)) {
-                Some(&c) => {
-                    node = c;
-                    n += 1;
-                }
-                None => break,
-            }
-        }
-        (node, n)
-    }
-
-    /// Walks the path of `keys`, stamping every node on it with a fresh access time.
-    pub fn match_and_touch(&mut self, keys: impl IntoIterator<Item = u64>) -> (NodeId, u32) {
-        let (node, n) = self.peek(keys);
-        let now = self.tick();
-        self.touch_path(node, now);
-        (node, n)
-    }
-
-    /// The ancestor of `node` at `depth`.
-    pub fn ancestor(&self, mut node: NodeId, depth: u32) -> NodeId {
-        while self.nodes[node as usize].depth > depth {
-            node = self.nodes[node as usize].parent;
-        }
-        node
-    }
-
-    fn touch_path(&mut self, mut node: NodeId, now: u64) {
-        while node != ROOT {
-            self.set_access(node, now);
-            node = self.nodes[node as usize].parent;
-        }
     }
 
     fn is_evictable_leaf(&self, n: NodeId) -> bool {
@@ -135,14 +130,109 @@ impl RadixCache {
         n != ROOT && node.live && node.lock_ref == 0 && node.children == 0
     }
 
-    fn set_access(&mut self, n: NodeId, now: u64) {
-        let leaf = self.is_evictable_leaf(n);
-        let node = &mut self.nodes[n as usize];
-        if leaf {
-            self.evictable_leaves.remove(&(node.last_access, n));
-            self.evictable_leaves.insert((now, n));
+    /// Takes `n` out of the eviction index before one of its keys changes.
+    fn unindex(&mut self, n: NodeId) {
+        if self.is_evictable_leaf(n) {
+            self.evictable_leaves.remove(&(self.nodes[n as usize].last_access, n));
         }
-        node.last_access = now;
+    }
+
+    /// Puts `n` back into the eviction index if it is an unlocked leaf.
+    fn reindex(&mut self, n: NodeId) {
+        if self.is_evictable_leaf(n) {
+            self.evictable_leaves.insert((self.nodes[n as usize].last_access, n));
+        }
+    }
+
+    fn touch(&mut self, n: NodeId, now: u64) {
+        self.unindex(n);
+        self.nodes[n as usize].last_access = now;
+        self.reindex(n);
+    }
+
+    fn touch_path(&mut self, mut n: NodeId, now: u64) {
+        while n != ROOT {
+            self.touch(n, now);
+            n = self.nodes[n as usize].parent;
+        }
+    }
+
+    /// Longest cached path spelled by `keys` (at most `keys.len()` pages), read-only: the
+    /// matched page count, with the deepest node all of whose pages match.
+    pub fn peek(&self, keys: impl IntoIterator<Item = u64>) -> (NodeId, u32) {
+        let keys: Vec<u64> = keys.into_iter().collect();
+        let (mut node, mut m) = (ROOT, 0);
+        while m < keys.len() {
+            let Some(&child) = self.children.get(&(node, keys[m])) else { break };
+            let c = &self.nodes[child as usize];
+            let common = common_prefix(&c.keys, &keys[m..]);
+            m += common;
+            if common < c.keys.len() {
+                break;
+            }
+            node = child;
+        }
+        (node, m as u32)
+    }
+
+    /// Matches the path of `keys` for a request about to lock it: every fully matched node is
+    /// touched; a match ending inside a node splits it there, and the node returned (whose
+    /// depth is the matched page count) is that untouched prefix half.
+    pub fn match_and_touch(&mut self, keys: impl IntoIterator<Item = u64>) -> (NodeId, u32) {
+        let keys: Vec<u64> = keys.into_iter().collect();
+        let now = self.tick();
+        let (mut node, mut m) = (ROOT, 0);
+        let mut pending = None;
+        while m < keys.len() {
+            let Some(&child) = self.children.get(&(node, keys[m])) else { break };
+            if let Some(p) = pending.take() {
+                self.touch(p, now);
+            }
+            let c = &self.nodes[child as usize];
+            let (common, len) = (common_prefix(&c.keys, &keys[m..]), c.keys.len());
+            m += common;
+            if common < len {
+                node = self.split(child, common);
+                break;
+            }
+            node = child;
+            pending = Some(child);
+        }
+        if let Some(p) = pending {
+            self.touch(p, now);
+        }
+        (node, m as u32)
+    }
+
+    /// Splits `child` after its first `at` pages; the returned new node holds them (with the
+    /// child's lock count and access time) and `child` keeps the rest, so handles on `child`
+    /// stay valid.
+    fn split(&mut self, child: NodeId, at: usize) -> NodeId {
+        let c = &mut self.nodes[child as usize];
+        let (parent, first) = (c.parent, c.keys[0]);
+        let keys: Vec<u64> = c.keys.drain(..at).collect();
+        let seqs: Vec<u64> = c.seqs.drain(..at).collect();
+        let depth = c.depth - c.pages();
+        let rest_first = c.keys[0];
+        let inter = Node { parent, keys, seqs, lock_ref: c.lock_ref, children: 1, last_access: c.last_access, depth, live: true };
+        let id = self.alloc_node(inter);
+        self.nodes[child as usize].parent = id;
+        self.children.insert((parent, first), id);
+        self.children.insert((id, rest_first), child);
+        id
+    }
+
+    fn alloc_node(&mut self, node: Node) -> NodeId {
+        match self.free_nodes.pop() {
+            Some(id) => {
+                self.nodes[id as usize] = node;
+                id
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as NodeId
+            }
+        }
     }
 
     /// Takes a reference on the path from `node` to the root.
@@ -155,7 +245,7 @@ impl RadixCache {
 
     /// Moves a lock from `from` to `to`: the same as `lock(to)` then `unlock(from)`, but when
     /// `to` lies below `from` (a request extending its cached prefix) only the new part of the
-    /// path changes, instead of walking the whole path twice per page.
+    /// path changes, instead of walking the whole path twice.
     pub fn move_lock(&mut self, from: NodeId, to: NodeId) {
         let mut node = to;
         while node != ROOT && node != from {
@@ -169,13 +259,10 @@ impl RadixCache {
     }
 
     fn lock_one(&mut self, node: NodeId) {
-        if self.is_evictable_leaf(node) {
-            let la = self.nodes[node as usize].last_access;
-            self.evictable_leaves.remove(&(la, node));
-        }
+        self.unindex(node);
         let n = &mut self.nodes[node as usize];
         if n.lock_ref == 0 {
-            self.protected_pages += 1;
+            self.protected_pages += n.pages();
         }
         n.lock_ref += 1;
     }
@@ -185,13 +272,10 @@ impl RadixCache {
             let n = &mut self.nodes[node as usize];
             n.lock_ref -= 1;
             if n.lock_ref == 0 {
-                self.protected_pages -= 1;
+                self.protected_pages -= n.pages();
             }
             let parent = n.parent;
-            if self.is_evictable_leaf(node) {
-                let la = self.nodes[node as usize].last_access;
-                self.evictable_leaves.insert((la, node));
-            }
+            self.reindex(node);
             node = parent;
         }
     }
@@ -209,63 +293,91 @@ impl RadixCache {
         self.private_pages -= pages;
     }
 
-    /// Moves pages a request holds privately into the tree below `parent` (which the
-    /// request has locked), page by page; `pages` gives each page's (local, sequence) hash.
-    /// Returns the new last node; duplicates of pages already cached are freed. The caller
-    /// re-locks: it should lock the returned node and unlock `parent`.
-    pub fn insert(&mut self, parent: NodeId, pages: &[(u64, u64)]) -> NodeId {
+    /// Moves pages a request holds privately into the tree below `start` (the end of the
+    /// prefix the request has locked); `pages` gives each page's (local, sequence) hash.
+    /// Returns the node the inserted run ends at, which is `start` itself when the request's
+    /// own tail was extended in place. Duplicates of pages already cached are freed. The
+    /// caller re-locks: `move_lock(start, returned)`.
+    pub fn insert(&mut self, start: NodeId, pages: &[(u64, u64)]) -> NodeId {
+        if pages.is_empty() {
+            return start;
+        }
+        self.private_pages -= pages.len() as u32;
         let now = self.tick();
-        let mut node = parent;
-        let mut stored: Vec<StoredBlock> = Vec::new();
-        let mut stored_parent = None;
-        for &(local, seq) in pages {
-            self.private_pages -= 1;
-            if let Some(&c) = self.children.get(&(node, local)) {
-                // Already cached (another request computed it): keep the tree's copy.
-                self.flush_stored(&mut stored, stored_parent);
-                node = c;
-                self.set_access(node, now);
-                continue;
+        self.touch_path(start, now);
+        let mut cur = start;
+        let mut off = 0;
+        while off < pages.len() {
+            let n = &self.nodes[cur as usize];
+            let extendable = cur != ROOT && n.children == 0 && (n.lock_ref == 0 || (cur == start && n.lock_ref == 1));
+            if extendable {
+                self.extend_leaf(cur, &pages[off..], now);
+                return cur;
             }
-            if stored.is_empty() {
-                stored_parent = if node == ROOT { None } else { Some(self.nodes[node as usize].seq_hash) };
+            let Some(&child) = self.children.get(&(cur, pages[off].0)) else {
+                return self.add_child(cur, &pages[off..]);
+            };
+            let c = &self.nodes[child as usize];
+            let (common, len) = (c.keys.iter().zip(&pages[off..]).take_while(|(a, p)| **a == p.0).count(), c.keys.len());
+            off += common;
+            if common < len {
+                let inter = self.split(child, common);
+                if off < pages.len() {
+                    return self.add_child(inter, &pages[off..]);
+                }
+                return inter;
             }
-            node = self.add_child(node, local, seq, now);
-            stored.push(StoredBlock { block_hash: seq, tokens_hash: local });
+            // Already cached (another request computed it): keep the tree's copy.
+            cur = child;
+            self.touch(cur, now);
         }
-        self.flush_stored(&mut stored, stored_parent);
-        node
+        cur
     }
 
-    fn flush_stored(&mut self, stored: &mut Vec<StoredBlock>, parent: Option<u64>) {
-        if !stored.is_empty() {
-            self.events.push(KvEventData::Stored { parent_hash: parent, blocks: std::mem::take(stored) });
-        }
+    fn announce(&mut self, parent: NodeId, pages: &[(u64, u64)]) {
+        let n = &self.nodes[parent as usize];
+        let parent_hash = n.seqs.last().copied();
+        let blocks = pages.iter().map(|&(local, seq)| StoredBlock { block_hash: seq, tokens_hash: local }).collect();
+        self.events.push(KvEventData::Stored { parent_hash, blocks });
     }
 
-    fn add_child(&mut self, parent: NodeId, key: u64, seq_hash: u64, now: u64) -> NodeId {
+    fn extend_leaf(&mut self, n: NodeId, pages: &[(u64, u64)], now: u64) {
+        self.announce(n, pages);
+        self.unindex(n);
+        let k = pages.len() as u32;
+        let node = &mut self.nodes[n as usize];
+        node.keys.extend(pages.iter().map(|p| p.0));
+        node.seqs.extend(pages.iter().map(|p| p.1));
+        node.depth += k;
+        node.last_access = now;
+        if node.lock_ref > 0 {
+            self.protected_pages += k;
+        }
+        self.tree_pages += k;
+        self.reindex(n);
+    }
+
+    fn add_child(&mut self, parent: NodeId, pages: &[(u64, u64)]) -> NodeId {
+        self.announce(parent, pages);
         // The parent stops being a leaf.
-        if self.is_evictable_leaf(parent) {
-            let la = self.nodes[parent as usize].last_access;
-            self.evictable_leaves.remove(&(la, parent));
-        }
-        let depth = self.nodes[parent as usize].depth + 1;
-        let node = Node { parent, key, seq_hash, lock_ref: 0, children: 0, last_access: now, depth, live: true };
-        let id = match self.free_nodes.pop() {
-            Some(id) => {
-                self.nodes[id as usize] = node;
-                id
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as NodeId
-            }
-        };
+        self.unindex(parent);
         self.nodes[parent as usize].children += 1;
-        self.children.insert((parent, key), id);
-        self.tree_pages += 1;
-        // A fresh node is an unlocked leaf until someone locks it.
-        self.evictable_leaves.insert((now, id));
+        let now = self.tick();
+        let depth = self.nodes[parent as usize].depth + pages.len() as u32;
+        let node = Node {
+            parent,
+            keys: pages.iter().map(|p| p.0).collect(),
+            seqs: pages.iter().map(|p| p.1).collect(),
+            lock_ref: 0,
+            children: 0,
+            last_access: now,
+            depth,
+            live: true,
+        };
+        let id = self.alloc_node(node);
+        self.children.insert((parent, pages[0].0), id);
+        self.tree_pages += pages.len() as u32;
+        self.reindex(id);
         id
     }
 
@@ -275,21 +387,31 @@ impl RadixCache {
         let mut freed = 0;
         let mut removed = Vec::new();
         while freed < pages {
-            let Some(&(la, n)) = self.evictable_leaves.iter().next() else { break };
-            self.evictable_leaves.remove(&(la, n));
-            let node = self.nodes[n as usize].clone();
-            removed.push(node.seq_hash);
-            self.children.remove(&(node.parent, node.key));
-            self.nodes[n as usize].live = false;
-            self.free_nodes.push(n);
-            self.tree_pages -= 1;
-            freed += 1;
-            let p = node.parent;
-            self.nodes[p as usize].children -= 1;
-            if self.is_evictable_leaf(p) {
-                let pla = self.nodes[p as usize].last_access;
-                self.evictable_leaves.insert((pla, p));
+            let Some((la, n)) = self.evictable_leaves.pop_first() else { break };
+            let want = pages - freed;
+            let node = &mut self.nodes[n as usize];
+            let len = node.pages();
+            if want < len {
+                // Only the newest pages go; the leaf keeps its place and access time.
+                let keep = (len - want) as usize;
+                removed.extend(node.seqs[keep..].iter().rev());
+                node.keys.truncate(keep);
+                node.seqs.truncate(keep);
+                node.depth -= want;
+                self.tree_pages -= want;
+                freed += want;
+                self.evictable_leaves.insert((la, n));
+                continue;
             }
+            removed.extend(node.seqs.iter().rev());
+            node.live = false;
+            let (parent, first) = (node.parent, node.keys[0]);
+            self.children.remove(&(parent, first));
+            self.free_nodes.push(n);
+            self.tree_pages -= len;
+            freed += len;
+            self.nodes[parent as usize].children -= 1;
+            self.reindex(parent);
         }
         if !removed.is_empty() {
             self.events.push(KvEventData::Removed { block_hashes: removed });
@@ -299,13 +421,25 @@ impl RadixCache {
 
     /// Internal consistency, for tests.
     pub fn check(&self) -> Result<(), String> {
-        let live: Vec<&Node> = self.nodes.iter().skip(1).filter(|n| n.live).collect();
-        if live.len() as u32 != self.tree_pages {
-            return Err(format!("{} live nodes, {} tree pages", live.len(), self.tree_pages));
+        let live: Vec<(usize, &Node)> = self.nodes.iter().enumerate().skip(1).filter(|(_, n)| n.live).collect();
+        let pages: u32 = live.iter().map(|(_, n)| n.pages()).sum();
+        if pages != self.tree_pages {
+            return Err(format!("{pages} pages in live nodes, {} tree pages", self.tree_pages));
         }
-        let locked = live.iter().filter(|n| n.lock_ref > 0).count() as u32;
+        let locked: u32 = live.iter().filter(|(_, n)| n.lock_ref > 0).map(|(_, n)| n.pages()).sum();
         if locked != self.protected_pages {
-            return Err(format!("{locked} locked nodes, {} protected pages", self.protected_pages));
+            return Err(format!("{locked} locked pages, {} protected pages", self.protected_pages));
+        }
+        for &(i, n) in &live {
+            if n.keys.is_empty() || n.depth != self.nodes[n.parent as usize].depth + n.pages() {
+                return Err(format!("node {i}: {} pages, depth {}", n.pages(), n.depth));
+            }
+            if self.is_evictable_leaf(i as NodeId) != self.evictable_leaves.contains(&(n.last_access, i as NodeId)) {
+                return Err(format!("node {i}: eviction index out of date"));
+            }
+        }
+        if self.evictable_leaves.len() != live.iter().filter(|(i, _)| self.is_evictable_leaf(*i as NodeId)).count() {
+            return Err("stale entries in the eviction index".into());
         }
         if self.tree_pages + self.private_pages > self.total_pages {
             return Err("pool overcommitted".into());
@@ -332,12 +466,13 @@ mod tests {
         assert_eq!((c.free_pages(), c.evictable_pages()), (5, 0));
         assert_eq!(c.evict(2), 0, "locked pages stay");
         c.unlock(a);
-        // A second branch sharing page 1, touched later.
+        // A second branch sharing page 1, touched later: matching page 1 splits the node.
         assert!(c.take_private(1));
-        let (n1, _) = c.match_and_touch([1]);
+        let (n1, d) = c.match_and_touch([1]);
+        assert_eq!((c.depth(n1), d), (1, 1));
         let b = c.insert(n1, &[(9, 19)]);
         assert_eq!(c.depth(b), 2);
-        // The oldest leaf is page 3 of the first branch, then its parent page 2.
+        // The oldest leaf is pages 2-3 of the first branch (the split kept their old time).
         assert_eq!(c.evict(2), 2);
         assert_eq!(c.peek([1, 2]).1, 1);
         assert_eq!(c.peek([1, 9]).1, 2);
@@ -352,6 +487,64 @@ mod tests {
         assert!(c.take_private(2));
         c.insert(ROOT, &[(1, 1), (2, 12)]);
         assert_eq!(c.free_pages(), 2);
+        c.check().unwrap();
+    }
+
+    #[test]
+    fn a_request_extends_its_own_tail_in_place() {
+        let mut c = cache(8);
+        assert!(c.take_private(2));
+        let a = c.insert(ROOT, &[(1, 1), (2, 12)]);
+        c.lock(a);
+        assert!(c.take_private(1));
+        let b = c.insert(a, &[(3, 123)]);
+        assert_eq!((b, c.depth(b)), (a, 3));
+        // A second holder makes the next insert a new child.
+        c.lock(a);
+        assert!(c.take_private(1));
+        let d = c.insert(a, &[(4, 1234)]);
+        assert_ne!(d, a);
+        assert_eq!(c.depth(d), 4);
+        c.check().unwrap();
+    }
+
+    #[test]
+    fn inserting_below_a_node_refreshes_its_whole_path() {
+        let mut c = cache(8);
+        assert!(c.take_private(2));
+        c.insert(ROOT, &[(1, 1), (2, 12)]);
+        // A request holds [1] (splitting the node: [1] keeps the old access time).
+        let (n1, _) = c.match_and_touch([1]);
+        c.lock(n1);
+        // Another holds [7], cached after [1, 2].
+        assert!(c.take_private(1));
+        let n7 = c.insert(ROOT, &[(7, 7)]);
+        c.lock(n7);
+        // The first inserts [3] below [1], which refreshes [1], and finishes.
+        assert!(c.take_private(1));
+        let n3 = c.insert(n1, &[(3, 13)]);
+        c.move_lock(n1, n3);
+        c.unlock(n3);
+        // [1, 2]'s second page goes first, then [1, 3]'s; [1] is a leaf again.
+        assert_eq!(c.evict(2), 2);
+        assert_eq!((c.peek([1, 2]).1, c.peek([1, 3]).1), (1, 1));
+        // Once unlocked, [7] is older than the refreshed [1] and goes first.
+        c.unlock(n7);
+        assert_eq!(c.evict(1), 1);
+        assert_eq!((c.peek([7]).1, c.peek([1]).1), (0, 1));
+        c.check().unwrap();
+    }
+
+    #[test]
+    fn eviction_trims_a_long_leaf_from_its_end() {
+        let mut c = cache(8);
+        assert!(c.take_private(4));
+        c.insert(ROOT, &[(1, 1), (2, 12), (3, 123), (4, 1234)]);
+        assert_eq!(c.evict(1), 1);
+        assert_eq!(c.peek([1, 2, 3, 4]).1, 3);
+        let mut ev = Vec::new();
+        c.events.drain_into(&mut ev);
+        assert_eq!(ev.last().unwrap().data, KvEventData::Removed { block_hashes: vec![1234] });
         c.check().unwrap();
     }
 }

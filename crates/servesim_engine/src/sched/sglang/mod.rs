@@ -5,7 +5,12 @@
 //!
 //! One pass either extends (prefills) a batch taken from `waiting` — the running requests
 //! then wait, only the newly prefilled get their token — or, when no batch forms, decodes
-//! every running request.
+//! every running request. A sampled token takes its KV slot as it is sampled and counts as
+//! materialised from then on (`decode.rs`).
+//!
+//! Beyond the reference: a request that could never finish in the pool is refused on
+//! arrival, and the deadlocks on which the reference stops without a result are broken
+//! (`decode.rs`), so that every other request completes.
 
 mod decode;
 mod policy;
@@ -39,7 +44,6 @@ struct Config {
 /// decode pass, to 14 % of that over 600 passes.
 #[derive(Clone, Copy, Debug)]
 struct TokenRatio {
-    init: f64,
     min: f64,
     step: f64,
     current: f64,
@@ -49,13 +53,10 @@ impl TokenRatio {
     fn new(conservativeness: f64) -> Self {
         let init = 0.7 * conservativeness;
         let min = init * 0.14;
-        TokenRatio { init, min, step: (init - min) / 600.0, current: init }
+        TokenRatio { min, step: (init - min) / 600.0, current: init }
     }
     fn decay(&mut self) {
         self.current = (self.current - self.step).max(self.min);
-    }
-    fn reset(&mut self) {
-        self.current = self.init;
     }
 }
 
@@ -69,6 +70,8 @@ pub struct SglangCore {
     free_slots: Vec<u32>,
     waiting: VecDeque<u32>,
     running: Vec<u32>,
+    /// Requests that can never finish in this pool, ended at the next pass.
+    refused: Vec<u32>,
     ratio: TokenRatio,
     retractions_total: u64,
     scratch: (Vec<u32>, Vec<u8>),
@@ -100,6 +103,7 @@ impl SglangCore {
             free_slots: Vec::new(),
             waiting: VecDeque::new(),
             running: Vec::new(),
+            refused: Vec::new(),
             retractions_total: 0,
             scratch: (Vec::new(), Vec::new()),
             out: PassOutput::default(),
@@ -118,11 +122,40 @@ impl SglangCore {
                 (self.reqs.len() - 1) as u32
             }
         };
-        self.waiting.push_back(slot);
+        if self.never_fits(slot).is_some() {
+            self.refused.push(slot);
+        } else {
+            self.waiting.push_back(slot);
+        }
     }
 
     pub fn in_flight(&self) -> usize {
-        self.waiting.len() + self.running.len()
+        self.waiting.len() + self.running.len() + self.refused.len()
+    }
+
+    /// Why request `s` can never finish in this pool, if it cannot: its prompt and output
+    /// need more pages than there are (a first token that is also the last takes no slot).
+    /// The reference admits such a request if its first chunk passes the budget, then
+    /// aborts the replay or never returns once it is alone and cannot grow; servesim refuses
+    /// it on arrival instead.
+    fn never_fits(&self, s: u32) -> Option<String> {
+        let r = self.req(s);
+        let (len, mut out) = (r.seq.len(), r.remaining_output());
+        if self.cfg.worker_type == WorkerType::Prefill {
+            // A prefill worker produces one token and hands the request off.
+            out = out.min(1);
+        }
+        let finish = if out >= 2 { len + out } else { len };
+        let pool = self.pool_tokens();
+        if self.ceil_page(finish) as u64 <= pool {
+            return None;
+        }
+        let reserve = out.min(self.cfg.clip_max_new_tokens);
+        Some(if self.ceil_page(len) as u64 + reserve as u64 >= pool {
+            format!("needs {} tokens of KV plus {reserve} reserved for output; the pool has {pool}", self.ceil_page(len))
+        } else {
+            format!("needs {} tokens of KV to finish ({len} prompt and {out} output tokens); the pool has {pool}", self.ceil_page(finish))
+        })
     }
 
     fn req(&self, s: u32) -> &SgRequest {
@@ -144,6 +177,10 @@ impl SglangCore {
     /// One forward pass.
     pub fn step(&mut self, _now_ms: f64) -> &PassOutput {
         self.out.clear();
+        for s in std::mem::take(&mut self.refused) {
+            let reason = self.never_fits(s).expect("refused for a reason");
+            self.finish(s, Outcome::Unschedulable(reason));
+        }
         policy::reorder_waiting(self);
         let batch = prefill_batch::form(self);
         if batch.is_empty() {
@@ -207,12 +244,10 @@ impl SglangCore {
     fn release(&mut self, s: u32) {
         let r = self.req_mut(s);
         let (node, private) = (r.node, r.private_pages);
-        let held = std::mem::replace(&mut r.held_lock, ROOT);
         r.node = ROOT;
         r.tree_pages = 0;
         r.private_pages = 0;
         self.cache.unlock(node);
-        self.cache.unlock(held);
         self.cache.release_private(private);
     }
 
@@ -232,6 +267,7 @@ impl SglangCore {
     pub fn abandon(&mut self, reason: &str) -> Vec<Finished> {
         let mut all: Vec<u32> = self.running.drain(..).collect();
         all.extend(self.waiting.drain(..));
+        all.append(&mut self.refused);
         let mark = self.out.finished.len();
         for s in all {
             self.finish(s, Outcome::Unschedulable(reason.to_string()));

@@ -9,7 +9,6 @@
 
 use super::SglangCore;
 use crate::engine::Admission;
-use crate::kv::ROOT;
 
 /// One request's share of an extend pass.
 #[derive(Clone, Copy, Debug)]
@@ -22,16 +21,16 @@ pub(super) struct ExtendChunk {
     last: bool,
 }
 
-/// The cached prefix a request would reuse: whole pages, and never its last token (which
-/// must be recomputed to produce logits).
-fn cached_prefix(core: &mut SglangCore, s: u32) -> (crate::kv::NodeId, u32) {
+/// Pages of the cached prefix a request would reuse: whole pages, and never its last token
+/// (which must be recomputed to produce logits). Read-only, for the budget check.
+fn cached_prefix_pages(core: &mut SglangCore, s: u32) -> u32 {
     if !core.cfg.prefix_caching {
-        return (ROOT, 0);
+        return 0;
     }
     let len = core.req(s).seq.len();
     let pages = len.saturating_sub(1) / core.cfg.page;
     let keys = core.page_hashes(s, 0, pages);
-    core.cache.peek(keys.iter().map(|k| k.0))
+    core.cache.peek(keys.iter().map(|k| k.0)).1
 }
 
 /// Forms this pass's extend batch, allocating its pages; admitted requests leave `waiting`.
@@ -44,19 +43,12 @@ pub(super) fn form(core: &mut SglangCore) -> Vec<ExtendChunk> {
     let clip = core.cfg.clip_max_new_tokens;
     let ratio = core.ratio.current;
 
-    // What running requests still need: the page for their pending token, and a share of
-    // the rest of their output. The budget is live: pages allocated or locked by admitted
-    // requests leave `free + evictable` as they are taken, so only their output reserve is
-    // added to the offset.
-    let mut offset = 0.0;
-    for &s in &core.running {
-        let r = core.req(s);
-        let growth = core.ceil_page(r.seq.len()).saturating_sub(r.allocated_pages() * page);
-        offset += growth as f64;
-        offset += r.remaining_output().min(clip) as f64 * ratio;
-    }
-    let avail0 = (core.cache.free_pages() as f64 + core.cache.evictable_pages() as f64) * page as f64;
-    let rem_total = |_core: &SglangCore, offset: f64| avail0 - offset;
+    // `rem_total` is a snapshot of the free and evictable pages at the start of the pass,
+    // less a `new_token_ratio` share of the running requests' remaining output (their
+    // sampled tokens already hold their slots). Each admitted chunk then takes its pages and
+    // its full output reserve from it.
+    let reserved: f64 = core.running.iter().map(|&s| core.req(s).remaining_output().min(clip) as f64 * ratio).sum();
+    let mut rem_total = (core.cache.free_pages() + core.cache.evictable_pages()) as f64 * page as f64 - reserved;
     let mut rem_input = core.cfg.max_prefill_tokens;
     let mut rem_chunk = core.cfg.chunked_prefill_size;
     let room = core.cfg.max_running - core.running.len();
@@ -64,13 +56,7 @@ pub(super) fn form(core: &mut SglangCore) -> Vec<ExtendChunk> {
     while batch.len() < room {
         let Some(&s) = core.waiting.front() else { break };
         let continuing = core.req(s).seq.num_computed > 0;
-        let (node, prefix) = if continuing {
-            let r = core.req(s);
-            (r.node, r.seq.num_computed)
-        } else {
-            let (node, pages) = cached_prefix(core, s);
-            (node, pages * page)
-        };
+        let prefix = if continuing { core.req(s).seq.num_computed } else { cached_prefix_pages(core, s) * page };
         let r = core.req(s);
         let extend = r.seq.len() - prefix;
         let chunk = extend.min(rem_chunk / page * page);
@@ -81,23 +67,20 @@ pub(super) fn form(core: &mut SglangCore) -> Vec<ExtendChunk> {
         let last = chunk == extend;
         let reserve = if last { r.remaining_output().min(clip) } else { 0 };
         let need = (charged + reserve) as f64;
-        if need >= rem_total(core, offset) || charged > rem_input {
+        if need >= rem_total || charged > rem_input {
             break;
         }
         // Allocate: lock the matched prefix so eviction spares it, then take fresh pages.
         let fresh = charged / page;
-        if !continuing {
-            if prefix > 0 {
-                let keys = core.page_hashes(s, 0, prefix / page);
-                core.cache.match_and_touch(keys.iter().map(|k| k.0));
-            }
+        let node = if continuing {
+            core.req(s).node
+        } else {
+            let keys = core.page_hashes(s, 0, prefix / page);
+            let (node, matched) = core.cache.match_and_touch(keys.iter().map(|k| k.0));
+            debug_assert_eq!(matched * page, prefix);
             core.cache.lock(node);
-            // Locking the prefix takes it out of the evictable pool: check again.
-            if need >= rem_total(core, offset) {
-                core.cache.unlock(node);
-                break;
-            }
-        }
+            node
+        };
         let free = core.cache.free_pages();
         if free < fresh {
             core.cache.evict(fresh - free);
@@ -106,13 +89,14 @@ pub(super) fn form(core: &mut SglangCore) -> Vec<ExtendChunk> {
             if !continuing {
                 core.cache.unlock(node);
             }
-            // Out of memory: SGLang resets its decode reservation estimate.
-            core.ratio.reset();
+            // Out of memory (typically a readmitted request whose own cached prefix, once
+            // locked, was all there was to evict). Unlike SGLang, the reference leaves
+            // `new_token_ratio` alone here: resetting it delays later admissions that the
+            // reference makes (differential fuzzing, e.g. a retracted request at the head of an
+            // LPM queue).
             break;
         }
         core.waiting.pop_front();
-        let held = std::mem::replace(&mut core.req_mut(s).held_lock, ROOT);
-        core.cache.unlock(held);
         let r = core.req_mut(s);
         r.private_pages += fresh;
         if !continuing {
@@ -126,7 +110,7 @@ pub(super) fn form(core: &mut SglangCore) -> Vec<ExtendChunk> {
             core.out.metrics.cache_query_tokens += len;
         }
         batch.push(ExtendChunk { slot: s, prefix, tokens: chunk, last });
-        offset += (charged + reserve) as f64;
+        rem_total -= need;
         rem_input -= charged;
         rem_chunk -= charged;
         if rem_chunk == 0 {
@@ -168,61 +152,10 @@ pub(super) fn run(core: &mut SglangCore, batch: Vec<ExtendChunk>) {
         core.waiting.push_front(s);
     }
 
-    // The newly prefilled join the running batch and take their decode step (their first
-    // token comes from the extend forward). The step's memory is checked over everything
-    // running, so a request may be retracted right after its prefill; only then is the
-    // step timed, as a decode of the newly prefilled that remain. Their prompt pages enter
-    // the cache only after the step: a request retracted here keeps just the prefix it had
-    // matched.
-    core.running.extend_from_slice(&prefilled);
-    let victims = super::decode::retract_until_fits(core);
-    let retracted = !victims.is_empty();
-    let survivors: Vec<u32> = prefilled.iter().copied().filter(|s| core.running.contains(s)).collect();
-    if retracted && survivors.is_empty() {
-        // When no newly prefilled request survives the step, the reference leaves each
-        // victim's matched prefix locked while it waits; the lock goes at its readmission.
-        for &(s, node) in &victims {
-            core.cache.lock(node);
-            core.req_mut(s).held_lock = node;
-        }
-    }
-    if retracted && !survivors.is_empty() && core.cfg.worker_type != crate::args::WorkerType::Prefill {
-        let context: u64 = survivors.iter().map(|&s| core.req(s).seq.len() as u64).sum();
-        let total = core.pool_tokens();
-        core.out.duration += core.timer.decode(survivors.len() as u64, context.min(total), total);
-    }
-    for &(s, _) in &victims {
-        if !prefilled.contains(&s) {
-            continue;
-        }
-        let r = core.req_mut(s);
-        r.fruitless_prefills += 1;
-        if r.fruitless_prefills >= MAX_FRUITLESS_PREFILLS {
-            let pos = core.waiting.iter().position(|&w| w == s).expect("a retracted request waits");
-            core.waiting.remove(pos);
-            let reason = format!(
-                "retracted right after its prefill {MAX_FRUITLESS_PREFILLS} times in a row: the KV pool cannot hold it beside the running requests"
-            );
-            core.finish(s, crate::engine::Outcome::Unschedulable(reason));
-        }
-    }
-    for s in survivors {
-        core.cache_materialized(s);
-        let r = core.req_mut(s);
-        r.fruitless_prefills = 0;
-        r.seq.generated += 1;
-        let id = r.seq.id;
-        core.out.tokens.push(id);
-        if core.req(s).seq.generation_done() {
-            let pos = core.running.iter().position(|&x| x == s).expect("running");
-            core.running.remove(pos);
-            core.complete(s);
-        }
-    }
+    // The newly prefilled take their first token, then join the running batch.
+    let joined = super::decode::first_tokens(core, prefilled);
+    core.running.extend_from_slice(&joined);
 }
-
-/// Retract-after-prefill cycles tolerated for one request before it is given up.
-const MAX_FRUITLESS_PREFILLS: u32 = 10_000;
 
 /// Why the head of the queue can never start, with nothing running.
 pub(super) fn unschedulable_reason(core: &SglangCore, s: u32) -> String {

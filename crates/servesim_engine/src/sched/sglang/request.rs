@@ -5,7 +5,8 @@ use crate::sequence::{Request, Sequence};
 
 #[derive(Debug)]
 pub(super) struct SgRequest {
-    /// Tokens, generated count; `num_computed` is the materialised (KV-computed) length.
+    /// Tokens, generated count; `num_computed` is the materialised length: the tokens whose
+    /// KV is computed, and the newest sampled token once it holds its slot.
     pub seq: Sequence,
     /// End of the cached prefix this request has locked in the radix tree (ROOT if none).
     pub node: NodeId,
@@ -13,8 +14,6 @@ pub(super) struct SgRequest {
     pub tree_pages: u32,
     /// Pages held outside the tree: the uncached tail.
     pub private_pages: u32,
-    /// A prefix lock kept while waiting after some retractions (see `prefill_batch::run`).
-    pub held_lock: NodeId,
     /// Consecutive prefills undone by a retraction before the first token (a livelock
     /// guard: the reference can loop here forever).
     pub fruitless_prefills: u32,
@@ -22,10 +21,10 @@ pub(super) struct SgRequest {
 
 impl SgRequest {
     pub fn new(req: Request) -> Self {
-        SgRequest { seq: Sequence::new(req), node: ROOT, tree_pages: 0, private_pages: 0, held_lock: ROOT, fruitless_prefills: 0 }
+        SgRequest { seq: Sequence::new(req), node: ROOT, tree_pages: 0, private_pages: 0, fruitless_prefills: 0 }
     }
 
-    /// Tokens of KV space held (page-rounded).
+    /// Pages of KV space held.
     pub fn allocated_pages(&self) -> u32 {
         self.tree_pages + self.private_pages
     }
