@@ -68,7 +68,7 @@ impl Samples {
         let n = v.len() as f64;
         let mean = v.iter().sum::<f64>() / n;
         let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
-        v.sort_by(f64::total_cmp);
+        v.sort_unstable_by(f64::total_cmp);
         out.insert(format!("mean_{name}"), num(mean));
         out.insert(format!("min_{name}"), num(v[0]));
         out.insert(format!("max_{name}"), num(v[v.len() - 1]));
