@@ -20,15 +20,19 @@ pub enum Status {
     Unschedulable,
 }
 
-/// One request's life, indexed by its trace line.
+/// One request's life, indexed by its trace line. Every emitted token reads and writes the
+/// first three fields, so they lead, in one cache line (`repr(C)`, aligned).
 #[derive(Clone, Debug, Serialize)]
+#[repr(C, align(64))]
 pub struct RequestRecord {
-    pub arrival_ms: f64,
-    pub input_length: u32,
-    pub first_token_ms: Option<f64>,
     pub last_token_ms: Option<f64>,
-    pub end_ms: Option<f64>,
     pub output_tokens: u32,
+    pub arrival_ms: f64,
+    pub first_token_ms: Option<f64>,
+    /// Second token − first token.
+    pub ttst_ms: Option<f64>,
+    pub end_ms: Option<f64>,
+    pub input_length: u32,
     /// Best reuse over all admissions (can exceed the prompt after a preemption).
     pub reused_input_tokens: u32,
     pub first_admission_reused_tokens: Option<u32>,
@@ -37,10 +41,7 @@ pub struct RequestRecord {
     pub readmissions: u32,
     pub status: Status,
     pub worker: u32,
-    /// Second token − first token.
-    pub ttst_ms: Option<f64>,
 }
-
 
 #[derive(Clone, Debug, Default)]
 pub struct Collector {

@@ -12,7 +12,7 @@ pub struct Samples(pub Vec<f64>);
 
 /// Streaming moments plus a sketch for percentiles (used where the sample count is large,
 /// one per inter-token gap).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Sketched {
     n: u64,
     sum: f64,
@@ -21,6 +21,12 @@ pub struct Sketched {
     min: f64,
     max: f64,
     sketch: DdSketch,
+}
+
+impl Default for Sketched {
+    fn default() -> Self {
+        Sketched { n: 0, sum: 0.0, sum_sq_dev: 0.0, mean: 0.0, min: 0.0, max: 0.0, sketch: DdSketch::dense() }
+    }
 }
 
 impl Sketched {
