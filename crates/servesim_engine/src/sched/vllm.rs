@@ -194,6 +194,10 @@ impl VllmCore {
         let mut i = 0;
         while i < self.running.len() && budget > 0 {
             let s = self.running[i];
+            if self.schedule_decode(s, &mut budget) {
+                i += 1;
+                continue;
+            }
             match self.schedule(s, None, &mut budget, &mut preempted) {
                 Scheduled::Yes => i += 1,
                 Scheduled::Blocked => break,
@@ -310,6 +314,28 @@ impl VllmCore {
         self.scratch = scratch;
         hit.cached_tokens = (hit.slots.len() as u32 * bs).min(len);
         hit
+    }
+
+    /// The running walk's common case, in short: a decoding request whose next token needs
+    /// no new block and completes none. Does exactly what `schedule` would; returns false
+    /// (having done nothing) for any other request.
+    fn schedule_decode(&mut self, s: u32, budget: &mut u64) -> bool {
+        let (blocks_for_len, full) = {
+            let seq = self.seq(s);
+            (self.blocks_for(seq.len()), self.full_blocks(seq.len()))
+        };
+        let caching = self.cfg.prefix_caching;
+        let seq = self.seqs[s as usize].as_mut().expect("live sequence");
+        let prompt_len = seq.prompt_len();
+        let decoding = seq.num_computed >= prompt_len && seq.num_computed + 1 == seq.len();
+        if !decoding || (seq.blocks.len() as u32) < blocks_for_len || (caching && full > seq.visible) {
+            return false;
+        }
+        seq.num_computed += 1;
+        self.chunks.push(Chunk { seq: s, tokens: 1, prompt_after: prompt_len, prompt_before: prompt_len });
+        self.out.scheduled_tokens += 1;
+        *budget -= 1;
+        true
     }
 
     /// Schedules the next chunk of `s`: allocates its blocks (preempting running requests if
