@@ -468,8 +468,7 @@ impl Simulation {
             // A pool check walks every block: every pass for small pools, every 64th for
             // large ones (tests of 16k-block pools would otherwise take minutes).
             self.passes += 1;
-            let thorough = rank.engine.metrics().total_blocks <= 4096 || self.passes % 64 == 0;
-            if self.checks && thorough {
+            if self.checks && (rank.engine.metrics().total_blocks <= 4096 || self.passes % 64 == 0) {
                 if let Err(e) = rank.engine.check() {
                     panic!("worker {w}, rank {r}: {e} after the pass at {now} ms");
                 }
