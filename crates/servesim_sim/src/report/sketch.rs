@@ -92,30 +92,24 @@ impl DdSketch {
             return None;
         }
         let rank = ((self.count - 1) as f64 * q).round() as u64;
-        let value = |i: i32| {
-            let g = gamma();
-            2.0 * g.powi(i) / (g + 1.0)
-        };
         let mut seen = 0;
-        match &self.bins {
-            Bins::Sparse(bins) => {
-                for &(i, c) in bins {
-                    seen += c;
-                    if seen > rank {
-                        return Some(value(i));
-                    }
-                }
-            }
-            Bins::Dense { offset, counts } => {
-                for (k, &c) in counts.iter().enumerate() {
-                    seen += c;
-                    if seen > rank {
-                        return Some(value(offset + k as i32));
-                    }
-                }
+        for (i, c) in self.bins() {
+            seen += c;
+            if seen > rank {
+                let g = gamma();
+                return Some(2.0 * g.powi(i) / (g + 1.0));
             }
         }
         None
+    }
+
+    /// (bin, count) in bin order, whichever the storage.
+    fn bins(&self) -> impl Iterator<Item = (i32, u64)> + '_ {
+        let (sparse, dense) = match &self.bins {
+            Bins::Sparse(bins) => (Some(bins.iter().copied()), None),
+            Bins::Dense { offset, counts } => (None, Some(counts.iter().enumerate().map(move |(k, &c)| (offset + k as i32, c)))),
+        };
+        sparse.into_iter().flatten().chain(dense.into_iter().flatten())
     }
 }
 

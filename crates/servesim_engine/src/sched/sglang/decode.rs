@@ -14,15 +14,37 @@ use crate::engine::Outcome;
 /// Decode steps each surviving request is assumed to run before the next retraction.
 const RETRACT_DECODE_STEPS: u64 = 20;
 
+/// Pages request `s` needs for one more token beyond what it holds.
+fn step_pages(core: &SglangCore, s: u32) -> u32 {
+    let r = core.req(s);
+    (r.seq.len() + 1).div_ceil(core.cfg.page).saturating_sub(r.allocated_pages())
+}
+
 /// Pages the requests in `set` need for one more token each beyond what they hold.
 fn pages_needed(core: &SglangCore, set: &[u32]) -> u32 {
-    let page = core.cfg.page;
-    set.iter()
-        .map(|&s| {
-            let r = core.req(s);
-            (r.seq.len() + 1).div_ceil(page).saturating_sub(r.allocated_pages())
-        })
-        .sum()
+    set.iter().map(|&s| step_pages(core, s)).sum()
+}
+
+/// The time of one decode step of `set` (none on a prefill worker, whose tokens are not
+/// delivered).
+fn decode_time(core: &SglangCore, set: &[u32]) -> std::time::Duration {
+    if core.cfg.worker_type == crate::args::WorkerType::Prefill {
+        return Default::default();
+    }
+    let context: u64 = set.iter().map(|&s| core.req(s).seq.len() as u64).sum();
+    let total = core.pool_tokens();
+    core.timer.decode(set.len() as u64, context.min(total), total)
+}
+
+/// Takes `s`'s pages back and resets it to recompute from its cached prefix; the caller
+/// decides where it waits.
+fn retract(core: &mut SglangCore, s: u32) {
+    core.release(s);
+    let r = core.req_mut(s);
+    r.seq.num_computed = 0;
+    let id = r.seq.id;
+    core.out.preempted.push(id);
+    core.retractions_total += 1;
 }
 
 /// Retracts the request of `set` with the fewest generated tokens (the earliest on ties).
@@ -35,12 +57,7 @@ fn retract_one(core: &mut SglangCore, set: &mut Vec<u32>) -> u32 {
         .min_by_key(|&(i, &s)| (core.req(s).seq.generated, i))
         .expect("a request to retract");
     let s = set.remove(pos);
-    core.release(s);
-    let r = core.req_mut(s);
-    r.seq.num_computed = 0;
-    let id = r.seq.id;
-    core.out.preempted.push(id);
-    core.retractions_total += 1;
+    retract(core, s);
     core.waiting.push_back(s);
     s
 }
@@ -85,12 +102,11 @@ fn make_room(core: &mut SglangCore, need: u32) -> bool {
 /// Every request of `set` samples a token into a fresh slot (the pages were reserved);
 /// finished requests leave `set` and complete.
 fn emit_tokens(core: &mut SglangCore, set: &mut Vec<u32>) {
-    let page = core.cfg.page;
     let mut k = 0;
     while k < set.len() {
         let s = set[k];
+        let grow = step_pages(core, s);
         let r = core.req_mut(s);
-        let grow = (r.seq.len() + 1).div_ceil(page).saturating_sub(r.allocated_pages());
         r.private_pages += grow;
         let ok = core.cache.take_private(grow);
         debug_assert!(ok, "step pages were reserved");
@@ -127,10 +143,8 @@ pub(super) fn first_tokens(core: &mut SglangCore, prefilled: Vec<u32>) -> Vec<u3
         prefilled.into_iter().partition(|&s| core.req(s).remaining_output() == 1);
     let victims = retract_until_fits(core, &mut rest);
     give_up_on_fruitless_prefills(core, &victims, &rest);
-    if !victims.is_empty() && !rest.is_empty() && core.cfg.worker_type != crate::args::WorkerType::Prefill {
-        let context: u64 = rest.iter().map(|&s| core.req(s).seq.len() as u64).sum();
-        let total = core.pool_tokens();
-        core.out.duration += core.timer.decode(rest.len() as u64, context.min(total), total);
+    if !victims.is_empty() && !rest.is_empty() {
+        core.out.duration += decode_time(core, &rest);
     }
     if make_room(core, pages_needed(core, &rest)) {
         emit_tokens(core, &mut rest);
@@ -153,12 +167,7 @@ pub(super) fn first_tokens(core: &mut SglangCore, prefilled: Vec<u32>) -> Vec<u3
 fn release_waiting_chunks(core: &mut SglangCore) -> bool {
     let held: Vec<u32> = core.waiting.iter().rev().copied().filter(|&s| core.req(s).seq.num_computed > 0).collect();
     for s in held {
-        core.release(s);
-        let r = core.req_mut(s);
-        r.seq.num_computed = 0;
-        let id = r.seq.id;
-        core.out.preempted.push(id);
-        core.retractions_total += 1;
+        retract(core, s);
         if make_room(core, pages_needed(core, &core.running)) {
             return true;
         }
@@ -206,15 +215,8 @@ pub(super) fn decode_pass(core: &mut SglangCore) {
         return;
     }
 
-    let batch = core.running.len() as u64;
-    let context: u64 = core.running.iter().map(|&s| core.req(s).seq.len() as u64).sum();
-    let total = core.pool_tokens();
-    core.out.duration = if core.cfg.worker_type == crate::args::WorkerType::Prefill {
-        Default::default()
-    } else {
-        core.timer.decode(batch, context.min(total), total)
-    };
-    core.out.scheduled_tokens += batch;
+    core.out.duration = decode_time(core, &core.running);
+    core.out.scheduled_tokens += core.running.len() as u64;
 
     let mut running = std::mem::take(&mut core.running);
     emit_tokens(core, &mut running);
