@@ -36,7 +36,7 @@ pub struct Admission {
 }
 
 /// Everything one pass did, in the order the harness applies it at the pass end.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct PassOutput {
     pub duration: Duration,
     pub admissions: Vec<Admission>,
@@ -50,6 +50,30 @@ pub struct PassOutput {
     pub committed_prefill_tokens: u64,
     /// Tokens computed by the pass.
     pub scheduled_tokens: u64,
+}
+
+impl Clone for PassOutput {
+    fn clone(&self) -> Self {
+        let mut out = PassOutput::default();
+        out.clone_from(self);
+        out
+    }
+
+    /// Field by field, so a harness copying every pass's output reuses its vectors' buffers
+    /// (the derived version allocates them all afresh: one malloc and free per vector per pass).
+    fn clone_from(&mut self, src: &Self) {
+        // Destructured, so a new field cannot be forgotten here.
+        let PassOutput { duration, admissions, tokens, finished, preempted, kv_events, metrics, committed_prefill_tokens, scheduled_tokens } = src;
+        self.duration = *duration;
+        self.admissions.clone_from(admissions);
+        self.tokens.clone_from(tokens);
+        self.finished.clone_from(finished);
+        self.preempted.clone_from(preempted);
+        self.kv_events.clone_from(kv_events);
+        self.metrics = *metrics;
+        self.committed_prefill_tokens = *committed_prefill_tokens;
+        self.scheduled_tokens = *scheduled_tokens;
+    }
 }
 
 impl PassOutput {

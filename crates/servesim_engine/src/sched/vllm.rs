@@ -75,6 +75,7 @@ pub struct VllmCore {
     chunks: Vec<Chunk>,
     scratch: (Vec<u32>, Vec<u8>),
     run_scratch: Vec<(SlotId, u64, u64)>,
+    spare_slots: Vec<SlotId>,
     out: PassOutput,
 }
 
@@ -112,6 +113,7 @@ impl VllmCore {
             chunks: Vec::new(),
             scratch: (Vec::new(), Vec::new()),
             run_scratch: Vec::new(),
+            spare_slots: Vec::new(),
             out: PassOutput::default(),
         })
     }
@@ -227,19 +229,18 @@ impl VllmCore {
             let len = self.seq(s).len();
             let needed = self.blocks_for(len) - hit.active_blocks;
             let available = self.cfg.num_blocks - self.pool.active();
-            let fits = needed <= available;
-            if fits {
-                if let Scheduled::Yes = self.schedule(s, Some(&hit), budget, &mut unused) {
-                    self.waiting.pop_front();
-                    self.running.push(s);
-                    let seq = self.seq_mut(s);
-                    seq.admissions += 1;
-                    let admission = Admission { id: seq.id, reused_tokens: hit.cached_tokens, readmission: seq.admissions > 1 };
-                    self.out.metrics.cache_hit_tokens += hit.cached_tokens as u64;
-                    self.out.metrics.cache_query_tokens += len as u64;
-                    self.out.admissions.push(admission);
-                    continue;
-                }
+            let admitted = needed <= available && matches!(self.schedule(s, Some(&hit), budget, &mut unused), Scheduled::Yes);
+            self.spare_slots = hit.slots;
+            if admitted {
+                self.waiting.pop_front();
+                self.running.push(s);
+                let seq = self.seq_mut(s);
+                seq.admissions += 1;
+                let admission = Admission { id: seq.id, reused_tokens: hit.cached_tokens, readmission: seq.admissions > 1 };
+                self.out.metrics.cache_hit_tokens += hit.cached_tokens as u64;
+                self.out.metrics.cache_query_tokens += len as u64;
+                self.out.admissions.push(admission);
+                continue;
             }
             // The head blocks everyone behind it. With nothing running, the pool is empty and
             // the budget whole, so nothing will ever change: the head can never run.
@@ -300,7 +301,10 @@ impl VllmCore {
         if !seq.generation_done() && !(seq.prefilled && seq.admissions == 0) {
             max_blocks = max_blocks.min(len.saturating_sub(1) / bs);
         }
-        let mut hit = PrefixHit::default();
+        // The slot list's buffer is reused from one admission to the next.
+        let mut slots = std::mem::take(&mut self.spare_slots);
+        slots.clear();
+        let mut hit = PrefixHit { slots, ..PrefixHit::default() };
         for b in 0..max_blocks {
             let (hash, _) = seq.block_hashes(b, bs, &mut scratch);
             match self.pool.lookup(hash) {
