@@ -25,6 +25,9 @@ pub enum Outcome {
 pub struct Finished {
     pub id: u64,
     pub outcome: Outcome,
+    /// Steady tokens of its current streak not yet reported in `PassOutput::streak_ends`
+    /// (the last of them emitted at this pass's end).
+    pub steady_tokens: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,8 +43,18 @@ pub struct Admission {
 pub struct PassOutput {
     pub duration: Duration,
     pub admissions: Vec<Admission>,
-    /// Requests that emitted one token at the pass end, in running order.
+    /// Requests that emitted one token at the pass end, in running order (with steady
+    /// tokens on, only those whose token is not steady).
     pub tokens: Vec<u64>,
+    /// Tokens emitted at the pass end by requests that also emitted at this rank's previous
+    /// pass end and had two or more tokens already: their gap is the time between the two
+    /// pass ends, and none is a first or second token. Counted, not listed (only when the
+    /// harness turns steady tokens on): most of a replay's tokens are these.
+    pub steady_tokens: u64,
+    /// (request, steady tokens) for each streak that ended at this pass without a token (a
+    /// request that skipped the pass or was preempted): its last token came at the previous
+    /// pass end.
+    pub streak_ends: Vec<(u64, u32)>,
     pub finished: Vec<Finished>,
     pub preempted: Vec<u64>,
     pub kv_events: Vec<KvEvent>,
@@ -63,10 +76,12 @@ impl Clone for PassOutput {
     /// (the derived version allocates them all afresh: one malloc and free per vector per pass).
     fn clone_from(&mut self, src: &Self) {
         // Destructured, so a new field cannot be forgotten here.
-        let PassOutput { duration, admissions, tokens, finished, preempted, kv_events, metrics, committed_prefill_tokens, scheduled_tokens } = src;
+        let PassOutput { duration, admissions, tokens, steady_tokens, streak_ends, finished, preempted, kv_events, metrics, committed_prefill_tokens, scheduled_tokens } = src;
         self.duration = *duration;
         self.admissions.clone_from(admissions);
         self.tokens.clone_from(tokens);
+        self.steady_tokens = *steady_tokens;
+        self.streak_ends.clone_from(streak_ends);
         self.finished.clone_from(finished);
         self.preempted.clone_from(preempted);
         self.kv_events.clone_from(kv_events);
@@ -81,6 +96,8 @@ impl PassOutput {
         self.duration = Duration::ZERO;
         self.admissions.clear();
         self.tokens.clear();
+        self.steady_tokens = 0;
+        self.streak_ends.clear();
         self.finished.clear();
         self.preempted.clear();
         self.kv_events.clear();
@@ -106,6 +123,24 @@ impl Engine {
             Backend::Vllm => Ok(Engine::Vllm(VllmCore::new(args, dp_rank, emit_events)?)),
             Backend::Sglang => Ok(Engine::Sglang(SglangCore::new(args, dp_rank, emit_events)?)),
             Backend::Trtllm => Err(ArgsError("engine.backend \"trtllm\" is not supported by servesim".into())),
+        }
+    }
+
+    /// Reports steady tokens as a count (`PassOutput::steady_tokens`) instead of listing
+    /// them. Only the vLLM core has them; the SGLang core lists every token.
+    pub fn set_steady_tokens(&mut self, on: bool) {
+        if let Engine::Vllm(c) = self {
+            c.set_steady_tokens(on);
+        }
+    }
+
+    /// (request, steady tokens) of every streak still open, closing them: at the end of a
+    /// run cut short, the harness settles what it was not told (their last token came at
+    /// this rank's last pass end).
+    pub fn take_open_streaks(&mut self) -> Vec<(u64, u32)> {
+        match self {
+            Engine::Vllm(c) => c.take_open_streaks(),
+            Engine::Sglang(_) => Vec::new(),
         }
     }
 

@@ -96,10 +96,14 @@ pub struct Sequence {
     pub num_computed: u32,
     /// Leading full blocks already cache-visible.
     pub visible: u32,
-    pub admissions: u32,
+    /// Steady tokens emitted in the current streak and not yet reported to the harness.
+    pub streak: u32,
     /// Its prompt KV was computed by a prefill worker and transferred here.
     pub prefilled: bool,
+    /// It emitted a token at its rank's latest pass end.
+    pub emitted_last_pass: bool,
     pub id: u64,
+    pub admissions: u32,
     prompt: Prompt,
     /// (sequence hash, local hash) of full blocks, extended lazily.
     hashes: Vec<(u64, u64)>,
@@ -124,8 +128,10 @@ impl Sequence {
             num_computed: 0,
             hashes: Vec::new(),
             visible: 0,
+            streak: 0,
             admissions: 0,
             prefilled: false,
+            emitted_last_pass: false,
         }
     }
 

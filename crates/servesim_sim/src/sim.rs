@@ -88,6 +88,8 @@ struct Rank {
     reservations: Vec<u32>,
     /// Transfers that finished mid-pass: the request is activated at the next boundary.
     arrived: Vec<u32>,
+    /// When its latest pass ended: the gap of its steady tokens runs from there.
+    last_pass_end_ms: f64,
 }
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -276,7 +278,8 @@ impl Simulation {
             let group = self.workers.len();
             let start = self.ranks.len();
             for dp in 0..launch.dp_size {
-                let engine = Engine::new(&launch.engine, dp, emit_events)?;
+                let mut engine = Engine::new(&launch.engine, dp, emit_events)?;
+                engine.set_steady_tokens(true);
                 self.ranks.push(Rank {
                     engine,
                     pool: pool_index,
@@ -286,6 +289,7 @@ impl Simulation {
                     pending: PassOutput::default(),
                     reservations: Vec::new(),
                     arrived: Vec::new(),
+                    last_pass_end_ms: 0.0,
                 });
                 self.recorder.add_rank(role.name(), w, dp);
             }
@@ -317,6 +321,15 @@ impl Simulation {
     /// reads turns it off and saves the per-pass window bookkeeping.
     pub fn with_timeseries(mut self, on: bool) -> Self {
         self.recorder.set_enabled(on);
+        self
+    }
+
+    /// Whether engines count their steady tokens instead of listing them (on by default;
+    /// the records come out the same either way, which tests check).
+    pub fn with_steady_tokens(mut self, on: bool) -> Self {
+        for rank in &mut self.ranks {
+            rank.engine.set_steady_tokens(on);
+        }
         self
     }
 
@@ -390,7 +403,8 @@ impl Simulation {
     }
 
     /// Ends the run (early, if it is not done: unfinished requests stay pending).
-    pub fn finish(self) -> RunReport {
+    pub fn finish(mut self) -> RunReport {
+        self.settle_open_streaks();
         if self.checks && self.is_done() {
             let lost: Vec<usize> = self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
             assert!(lost.is_empty(), "requests never finished (trace lines {:?})", lost.iter().map(|i| i + 1).collect::<Vec<_>>());
@@ -455,7 +469,7 @@ impl Simulation {
                 continue;
             }
             let out = rank.engine.step(now);
-            let progressed = out.scheduled_tokens > 0 || !out.finished.is_empty() || !out.preempted.is_empty() || !out.tokens.is_empty();
+            let progressed = out.scheduled_tokens > 0 || !out.finished.is_empty() || !out.preempted.is_empty() || !out.tokens.is_empty() || out.steady_tokens > 0;
             longest = longest.max(out.duration);
             rank.pending.clone_from(out);
             if !progressed {
@@ -476,6 +490,35 @@ impl Simulation {
         }
         self.workers[w].busy = true;
         self.push(now + duration_ms(longest), EventKind::PassEnd { worker: w as u32 });
+    }
+
+    /// A run cut short leaves streaks open, some counting a token of a pass still in flight
+    /// (whose effects a cut run never applies): settle the applied part into the records.
+    fn settle_open_streaks(&mut self) {
+        for rank in &mut self.ranks {
+            let prev = rank.last_pass_end_ms;
+            // Only the tokens up to the rank's last applied pass count.
+            let in_flight = rank.stepped;
+            if in_flight {
+                for &(id, n) in &rank.pending.streak_ends {
+                    self.collector.steady_tokens(id as u32, n, prev);
+                }
+                for f in rank.pending.finished.iter().filter(|f| f.steady_tokens > 0) {
+                    // A completing request's last (steady) token is the unapplied pass's.
+                    let applied = f.steady_tokens - (f.outcome == Outcome::Completed) as u32;
+                    if applied > 0 {
+                        self.collector.steady_tokens(f.id as u32, applied, prev);
+                    }
+                }
+            }
+            for (id, n) in rank.engine.take_open_streaks() {
+                // A streak still open after a pass had a token in it.
+                let applied = n - in_flight as u32;
+                if applied > 0 {
+                    self.collector.steady_tokens(id as u32, applied, prev);
+                }
+            }
+        }
     }
 
     fn complete_epoch(&mut self, w: usize, t: f64) {
@@ -503,8 +546,17 @@ impl Simulation {
             let reused = (role != Role::Decode).then_some(a.reused_tokens);
             self.collector.admit(a.id as u32, reused, a.readmission);
         }
+        let prev_end = std::mem::replace(&mut self.ranks[r].last_pass_end_ms, t);
         if role != Role::Prefill {
-            self.recorder.tokens(t, out.tokens.len() as u64);
+            self.recorder.tokens(t, out.tokens.len() as u64 + out.steady_tokens);
+            // Steady tokens (see `PassOutput::steady_tokens`) all have the gap since this
+            // rank's previous pass end; their records are settled when their streak ends.
+            if out.steady_tokens > 0 {
+                self.fold_gaps(t, t - prev_end, out.steady_tokens);
+            }
+            for &(id, n) in &out.streak_ends {
+                self.collector.steady_tokens(id as u32, n, prev_end);
+            }
             // Requests decoding pass after pass share their gap: fold gaps in runs.
             let mut run: Option<(f64, u64)> = None;
             for &id in &out.tokens {
@@ -529,6 +581,12 @@ impl Simulation {
         }
         for f in &out.finished {
             let i = f.id as u32;
+            if f.steady_tokens > 0 {
+                // A completing request's last token is this pass's; any other ended its
+                // streak at the previous pass.
+                let last = if f.outcome == Outcome::Completed { t } else { prev_end };
+                self.collector.steady_tokens(i, f.steady_tokens, last);
+            }
             self.pools[pool].router.free(f.id);
             match (&f.outcome, role) {
                 (Outcome::Completed, Role::Prefill) => self.hand_over(i, t),

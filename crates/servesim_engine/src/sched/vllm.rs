@@ -76,6 +76,8 @@ pub struct VllmCore {
     scratch: (Vec<u32>, Vec<u8>),
     run_scratch: Vec<(SlotId, u64, u64)>,
     spare_slots: Vec<SlotId>,
+    /// Count steady tokens instead of listing them (see `PassOutput::steady_tokens`).
+    steady_tokens: bool,
     out: PassOutput,
 }
 
@@ -114,6 +116,7 @@ impl VllmCore {
             scratch: (Vec::new(), Vec::new()),
             run_scratch: Vec::new(),
             spare_slots: Vec::new(),
+            steady_tokens: false,
             out: PassOutput::default(),
         })
     }
@@ -152,6 +155,20 @@ impl VllmCore {
         }
         self.scratch = scratch;
         n
+    }
+
+    pub fn set_steady_tokens(&mut self, on: bool) {
+        self.steady_tokens = on;
+    }
+
+    pub fn take_open_streaks(&mut self) -> Vec<(u64, u32)> {
+        let mut open = Vec::new();
+        for seq in self.seqs.iter_mut().flatten() {
+            if seq.streak > 0 {
+                open.push((seq.id, std::mem::take(&mut seq.streak)));
+            }
+        }
+        open
     }
 
     pub fn in_flight(&self) -> usize {
@@ -450,10 +467,15 @@ impl VllmCore {
             }
         }
         self.release_blocks(victim);
-        let seq = self.seq_mut(victim);
+        let seq = self.seqs[victim as usize].as_mut().expect("live sequence");
         seq.num_computed = 0;
         seq.visible = 0;
         let id = seq.id;
+        // Its next token (after readmission) has its own gap.
+        seq.emitted_last_pass = false;
+        if seq.streak > 0 {
+            self.out.streak_ends.push((id, std::mem::take(&mut seq.streak)));
+        }
         self.preemptions_total += 1;
         self.out.preempted.push(id);
         self.waiting.push_front(victim);
@@ -491,6 +513,7 @@ impl VllmCore {
             let s = self.running[k];
             let seq = self.seqs[s as usize].as_mut().expect("live sequence");
             let mut done = false;
+            let mut emitted = false;
             if seq.fully_computed() {
                 // A request decodes once it has a token, or at once if its prompt was transferred.
                 if (seq.generated > 0 || seq.prefilled) && !seq.generation_done() {
@@ -498,11 +521,21 @@ impl VllmCore {
                     context += seq.len() as u64;
                 }
                 if !seq.generation_done() {
+                    if self.steady_tokens && seq.emitted_last_pass && seq.generated >= 2 {
+                        seq.streak += 1;
+                        self.out.steady_tokens += 1;
+                    } else {
+                        self.out.tokens.push(seq.id);
+                    }
                     seq.generated += 1;
-                    self.out.tokens.push(seq.id);
+                    emitted = true;
                 }
                 done = seq.generation_done() || max_len.is_some_and(|m| seq.len() >= m);
             }
+            if !emitted && seq.streak > 0 {
+                self.out.streak_ends.push((seq.id, std::mem::take(&mut seq.streak)));
+            }
+            seq.emitted_last_pass = emitted;
             if done {
                 self.finish(s, Outcome::Completed);
             } else {
@@ -527,7 +560,7 @@ impl VllmCore {
         self.release_blocks(s);
         let seq = self.seqs[s as usize].take().expect("live sequence");
         self.free_seq_slots.push(s);
-        self.out.finished.push(Finished { id: seq.id, outcome });
+        self.out.finished.push(Finished { id: seq.id, outcome, steady_tokens: seq.streak });
     }
 
     pub fn abandon(&mut self, reason: &str) -> Vec<Finished> {

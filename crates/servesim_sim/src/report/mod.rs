@@ -108,6 +108,16 @@ impl Collector {
         out
     }
 
+    /// `n` steady tokens of request `i`, the last at `last_ms`: their gaps were folded as
+    /// they came (the engine counts them rather than listing them), so only the record's
+    /// count and last token are behind.
+    pub fn steady_tokens(&mut self, i: u32, n: u32, last_ms: f64) {
+        let r = &mut self.records[i as usize];
+        debug_assert!(r.output_tokens >= 2, "a steady token follows at least two others");
+        r.output_tokens += n;
+        r.last_token_ms = Some(last_ms);
+    }
+
     /// `n` inter-token gaps of `gap` ms.
     pub fn gaps(&mut self, gap: f64, n: u64) {
         self.itl.add_n(gap, n);

@@ -261,7 +261,7 @@ impl SglangCore {
         self.release(s);
         let r = self.reqs[s as usize].take().expect("live request");
         self.free_slots.push(s);
-        self.out.finished.push(Finished { id: r.seq.id, outcome });
+        self.out.finished.push(Finished { id: r.seq.id, outcome, steady_tokens: 0 });
     }
 
     pub fn abandon(&mut self, reason: &str) -> Vec<Finished> {
