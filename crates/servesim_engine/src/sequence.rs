@@ -174,17 +174,32 @@ impl Sequence {
 
     /// (sequence hash, local hash) of full block `i`; `i` must be below `len() / bs`.
     pub fn block_hashes(&mut self, i: u32, bs: u32, scratch: &mut (Vec<u32>, Vec<u8>)) -> (u64, u64) {
+        self.hash_blocks(i + 1, bs, scratch);
+        self.hashes[i as usize]
+    }
+
+    /// Hashes full blocks up to `n` (at most `len() / bs`), in one pass: a prompt's blocks are
+    /// looked up at admission and registered soon after, so they are hashed together.
+    pub fn hash_blocks(&mut self, n: u32, bs: u32, scratch: &mut (Vec<u32>, Vec<u8>)) {
+        if self.hashes.len() as u32 >= n {
+            return;
+        }
         if self.hashes.is_empty() {
             // Every block the request will ever fill, so the chain never reallocates.
             self.hashes.reserve_exact(((self.prompt_len + self.max_output) / bs) as usize + 1);
         }
-        while self.hashes.len() as u32 <= i {
-            let b = self.hashes.len() as u32;
+        let mut parent = self.hashes.last().map(|h| h.0);
+        for b in self.hashes.len() as u32..n {
             let local = self.local_hash(b * bs, (b + 1) * bs, scratch);
-            let parent = self.hashes.last().map(|h| h.0);
-            self.hashes.push((sequence_hash(parent, local), local));
+            let h = sequence_hash(parent, local);
+            self.hashes.push((h, local));
+            parent = Some(h);
         }
-        self.hashes[i as usize]
+    }
+
+    /// (sequence hash, local hash) of the blocks hashed so far (see [`Self::hash_blocks`]).
+    pub fn hashes(&self) -> &[(u64, u64)] {
+        &self.hashes
     }
 
     /// Hash of the tokens `start..end`. Blocks are hashed in order, so the prompt run holding

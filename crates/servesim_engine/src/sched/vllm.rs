@@ -322,8 +322,9 @@ impl VllmCore {
         let mut slots = std::mem::take(&mut self.spare_slots);
         slots.clear();
         let mut hit = PrefixHit { slots, ..PrefixHit::default() };
-        for b in 0..max_blocks {
-            let (hash, _) = seq.block_hashes(b, bs, &mut scratch);
+        // Every full prompt block: those that miss are registered once computed.
+        seq.hash_blocks(max_blocks.max(seq.prompt_len() / bs).min(len / bs), bs, &mut scratch);
+        for &(hash, _) in &seq.hashes()[..max_blocks as usize] {
             match self.pool.lookup(hash) {
                 Some(slot) => {
                     hit.active_blocks += self.pool.is_held(slot) as u32;
@@ -427,10 +428,9 @@ impl VllmCore {
         if self.cfg.prefix_caching && full > seq.visible {
             let run = &mut self.run_scratch;
             run.clear();
-            for b in seq.visible..full {
-                let (hash, local) = seq.block_hashes(b, bs, &mut self.scratch);
-                run.push((seq.blocks[b as usize], hash, local));
-            }
+            seq.hash_blocks(full, bs, &mut self.scratch);
+            let (v, f) = (seq.visible as usize, full as usize);
+            run.extend(seq.blocks[v..f].iter().zip(&seq.hashes()[v..f]).map(|(&slot, &(hash, local))| (slot, hash, local)));
             self.pool.register_run(seq.parent_of(seq.visible), seq.visible, run);
             // The kvbm manager merges a block computed twice into the first copy.
             for (b, &(slot, _, _)) in (seq.visible..full).zip(run.iter()) {
