@@ -78,6 +78,10 @@ pub struct VllmCore {
     spare_slots: Vec<SlotId>,
     /// Count steady tokens instead of listing them (see `PassOutput::steady_tokens`).
     steady_tokens: bool,
+    /// This pass's decode batch so far: (requests, their context tokens).
+    decode_batch: (u64, u64),
+    /// Positions in `running` of requests that finished this pass, ascending.
+    done: Vec<u32>,
     out: PassOutput,
 }
 
@@ -117,6 +121,8 @@ impl VllmCore {
             run_scratch: Vec::new(),
             spare_slots: Vec::new(),
             steady_tokens: false,
+            decode_batch: (0, 0),
+            done: Vec::new(),
             out: PassOutput::default(),
         })
     }
@@ -224,11 +230,20 @@ impl VllmCore {
             }
         }
 
+        // Tokens of the requests already running are emitted now, while their sequences are
+        // still in cache (an admission's block lookups would evict them), but they retire
+        // only at the pass end: admission must not see the blocks they will free.
+        self.decode_batch = (0, 0);
+        self.done.clear();
+        self.emit_tokens(0);
+        let admitted_from = self.running.len();
+
         // Admission, in FIFO order, only in a pass that preempted nobody.
         if !preempted {
             self.admit_waiting(&mut budget);
         }
 
+        self.emit_tokens(admitted_from);
         self.finish_pass();
         &self.out
     }
@@ -489,8 +504,7 @@ impl VllmCore {
         seq.blocks.clear();
     }
 
-    /// Times the pass and emits its tokens: every request that ends the pass fully computed
-    /// gets one, and those that were already decoding make up the decode batch.
+    /// Times the pass (its tokens are emitted by then) and retires the finished requests.
     fn finish_pass(&mut self) {
         let (mut n, mut isl, mut pre) = (0u64, 0u64, 0u64);
         for c in self.chunks.iter().filter(|c| c.has_prompt()) {
@@ -503,16 +517,43 @@ impl VllmCore {
         } else {
             self.timer.prefill(n, isl / n, pre / n)
         };
-        // One walk over the running requests: count the decode batch (as it stood before this
-        // pass's tokens), emit a token to each fully computed request, and retire the
-        // finished ones, keeping the rest in order.
-        let (mut batch, mut context) = (0u64, 0u64);
+        // Retire the finished, keeping the rest in order.
+        if !self.done.is_empty() {
+            let done = std::mem::take(&mut self.done);
+            let mut d = done.iter().peekable();
+            let mut kept = 0;
+            for k in 0..self.running.len() {
+                let s = self.running[k];
+                if d.next_if(|&&p| p as usize == k).is_some() {
+                    self.finish(s, Outcome::Completed);
+                } else {
+                    self.running[kept] = s;
+                    kept += 1;
+                }
+            }
+            self.running.truncate(kept);
+            self.done = done;
+        }
+        let (batch, context) = self.decode_batch;
+        let decode = if self.cfg.worker_type == WorkerType::Prefill {
+            Default::default()
+        } else {
+            let total = self.cfg.num_blocks as u64 * self.cfg.block_size as u64;
+            self.timer.decode(batch, context, total)
+        };
+        self.out.duration = prefill + decode;
+        self.out.metrics = RankMetrics { cache_hit_tokens: self.out.metrics.cache_hit_tokens, cache_query_tokens: self.out.metrics.cache_query_tokens, ..self.metrics() };
+        self.pool.events().drain_into(&mut self.out.kv_events);
+    }
+
+    /// Walks `running[from..]`: counts the decode batch (as it stood before this pass's
+    /// tokens), emits a token to each fully computed request, and notes the finished ones.
+    fn emit_tokens(&mut self, from: usize) {
         let max_len = self.cfg.max_model_len;
-        let mut kept = 0;
-        for k in 0..self.running.len() {
+        let (mut batch, mut context) = self.decode_batch;
+        for k in from..self.running.len() {
             let s = self.running[k];
             let seq = self.seqs[s as usize].as_mut().expect("live sequence");
-            let mut done = false;
             let mut emitted = false;
             if seq.fully_computed() {
                 // A request decodes once it has a token, or at once if its prompt was transferred.
@@ -530,29 +571,16 @@ impl VllmCore {
                     seq.generated += 1;
                     emitted = true;
                 }
-                done = seq.generation_done() || max_len.is_some_and(|m| seq.len() >= m);
+                if seq.generation_done() || max_len.is_some_and(|m| seq.len() >= m) {
+                    self.done.push(k as u32);
+                }
             }
             if !emitted && seq.streak > 0 {
                 self.out.streak_ends.push((seq.id, std::mem::take(&mut seq.streak)));
             }
             seq.emitted_last_pass = emitted;
-            if done {
-                self.finish(s, Outcome::Completed);
-            } else {
-                self.running[kept] = s;
-                kept += 1;
-            }
         }
-        self.running.truncate(kept);
-        let decode = if self.cfg.worker_type == WorkerType::Prefill {
-            Default::default()
-        } else {
-            let total = self.cfg.num_blocks as u64 * self.cfg.block_size as u64;
-            self.timer.decode(batch, context, total)
-        };
-        self.out.duration = prefill + decode;
-        self.out.metrics = RankMetrics { cache_hit_tokens: self.out.metrics.cache_hit_tokens, cache_query_tokens: self.out.metrics.cache_query_tokens, ..self.metrics() };
-        self.pool.events().drain_into(&mut self.out.kv_events);
+        self.decode_batch = (batch, context);
     }
 
     /// Retires a request that has left `running`/`waiting`, releasing its blocks.
