@@ -338,7 +338,7 @@ impl VllmCore {
         slots.clear();
         let mut hit = PrefixHit { slots, ..PrefixHit::default() };
         // Every full prompt block: those that miss are registered once computed.
-        seq.hash_blocks(max_blocks.max(seq.prompt_len() / bs).min(len / bs), bs, &mut scratch);
+        seq.hash_blocks(max_blocks.max(seq.prompt_len() / bs), bs, &mut scratch);
         for &(hash, _) in &seq.hashes()[..max_blocks as usize] {
             match self.pool.lookup(hash) {
                 Some(slot) => {
