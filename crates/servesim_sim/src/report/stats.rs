@@ -84,12 +84,18 @@ impl Samples {
         let n = v.len() as f64;
         let mean = v.iter().sum::<f64>() / n;
         let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
-        v.sort_unstable_by(f64::total_cmp);
         out.insert(format!("mean_{name}"), num(mean));
-        out.insert(format!("min_{name}"), num(v[0]));
-        out.insert(format!("max_{name}"), num(v[v.len() - 1]));
+        out.insert(format!("min_{name}"), num(v.iter().copied().min_by(f64::total_cmp).expect("non-empty")));
+        out.insert(format!("max_{name}"), num(v.iter().copied().max_by(f64::total_cmp).expect("non-empty")));
+        // Each rank's value by selection, not a full sort: the ranks ascend, so each search
+        // runs over what lies above the previous one.
+        let mut lo = 0;
         for (label, q) in QUANTILES {
             let rank = ((v.len() - 1) as f64 * q).round() as usize;
+            if rank >= lo {
+                v[lo..].select_nth_unstable_by(rank - lo, f64::total_cmp);
+                lo = rank;
+            }
             out.insert(format!("{label}_{name}"), num(v[rank]));
         }
         out.insert(format!("std_{name}"), num(var.sqrt()));
@@ -144,6 +150,23 @@ mod tests {
         for k in ["median_x", "p90_x", "p99_x"] {
             let (got, want) = (a[k].as_f64().unwrap(), b[k].as_f64().unwrap());
             assert!((got - want).abs() <= 1e-3 * want, "{k}: {got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn selected_ranks_equal_the_sorted_samples() {
+        for n in [1usize, 2, 3, 7, 100, 1001] {
+            // Ties and a spread of values, in scrambled order.
+            let vals: Vec<f64> = (0..n).map(|i| ((i * 7919) % 97) as f64 * 0.5 + (i % 3) as f64).collect();
+            let mut sorted = vals.clone();
+            sorted.sort_by(f64::total_cmp);
+            let mut m = Map::new();
+            Samples(vals).write(&mut m, "x");
+            for (label, q) in QUANTILES {
+                let rank = ((n - 1) as f64 * q).round() as usize;
+                assert_eq!(m[&format!("{label}_x")].as_f64(), Some(sorted[rank]), "n = {n}, {label}");
+            }
+            assert_eq!((m["min_x"].as_f64(), m["max_x"].as_f64()), (Some(sorted[0]), Some(sorted[n - 1])));
         }
     }
 }
