@@ -24,7 +24,8 @@ pub struct Prompt {
 impl Prompt {
     /// Builds a prompt from (token, count) runs.
     pub fn from_runs(runs: impl IntoIterator<Item = (u32, u32)>) -> Self {
-        let mut out: Vec<(u32, u32)> = Vec::new();
+        let runs = runs.into_iter();
+        let mut out: Vec<(u32, u32)> = Vec::with_capacity(runs.size_hint().0);
         let mut end = 0;
         for (t, n) in runs {
             if n == 0 {

@@ -4,6 +4,7 @@
 
 use super::Workload;
 use crate::SimError;
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -19,13 +20,13 @@ struct Line {
     // Accepted and ignored: they only matter to features servesim does not model.
     #[serde(default)]
     #[allow(dead_code)]
-    session_id: Option<serde_json::Value>,
+    session_id: Option<IgnoredAny>,
     #[serde(default)]
     #[allow(dead_code)]
-    request_id: Option<serde_json::Value>,
+    request_id: Option<IgnoredAny>,
     #[serde(default)]
     #[allow(dead_code)]
-    priority: Option<serde_json::Value>,
+    priority: Option<IgnoredAny>,
 }
 
 /// Parses a whole trace held in memory. `source` names the file (or upload) in errors.
@@ -108,6 +109,15 @@ mod tests {
         let w = parse(t, 3, "t.jsonl").unwrap();
         assert_eq!(w.len(), 1);
         assert_eq!(w.request(0, 0).prompt.to_vec(), vec![7, 7, 7, 9, 9]);
+    }
+
+    #[test]
+    fn session_request_and_priority_fields_are_accepted_whatever_they_hold() {
+        let t = concat!(
+            "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1], \"session_id\": \"s-1\", \"priority\": 3}\n",
+            "{\"timestamp\": 1, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1], \"request_id\": {\"a\": [1, null]}, \"session_id\": null}\n",
+        );
+        assert_eq!(parse(t, 16, "t").unwrap().len(), 2);
     }
 
     #[test]
