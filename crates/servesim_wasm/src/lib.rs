@@ -66,12 +66,11 @@ pub fn normalize_scenario(json: &str) -> Result<String, JsError> {
 }
 
 /// Replays a Dynamo replay case (`{"trace", "replay": {run_trace_replay arguments}}`) to the
-/// end and returns what `servesim replay` prints, as JSON text: the same engine as the native
-/// command, for checking that wasm and native runs agree. `trace` is the trace file's bytes,
-/// `files` maps NPZ profile paths (as the case writes them) to their bytes. Returns the UTF-8
-/// bytes the native command writes, final newline included. Bytes both ways, not strings: a
-/// 20k-request trace and its answer are megabytes, and converting them to and from JS strings
-/// was 4 % of a replay.
+/// end and returns the bytes `servesim replay` prints (UTF-8 JSON, final newline included):
+/// the same engine as the native command, for checking that wasm and native runs agree.
+/// `trace` is the trace file's bytes, `files` maps NPZ profile paths (as the case writes them)
+/// to their bytes. Bytes both ways, not strings: a 20k-request trace and its answer are
+/// megabytes, and converting them to and from JS strings was 4 % of a replay.
 #[wasm_bindgen(js_name = replayCase)]
 pub fn replay_case(case_json: &str, source: &str, trace: &[u8], files: Option<Object>) -> Result<Vec<u8>, JsError> {
     use servesim_sim::workload::mooncake;
