@@ -16,5 +16,5 @@ if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$want" ]; th
   # Exactly the crate's version; no --locked (its lockfile pins a crate the registry lacks).
   cargo install wasm-bindgen-cli --version "$want"
 fi
-npm ci --no-audit --no-fund
+npm ci --no-audit --no-fund --loglevel=warn
 npm run build          # scripts/build-wasm.sh, then the static site in web/dist

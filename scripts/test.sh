@@ -15,6 +15,8 @@ npm run build
 echo "== wasm and native agree, byte for byte (every conformance case through both)"
 cargo build --locked --release -p servesim_cli
 node scripts/replay-wasm.mjs --check tests/conformance/cases/*.json
+# The documented command itself, byte for byte (npm's banner would break this: see .npmrc).
+npm run replay:wasm -- tests/conformance/cases/vllm-prefix.json | cmp - <(target/release/servesim replay tests/conformance/cases/vllm-prefix.json)
 echo "== web unit tests (vitest; the real engine module in Node)"
 npx vitest run --config web/vite.config.ts
 echo "== end-to-end tests (Playwright, Chromium)"
