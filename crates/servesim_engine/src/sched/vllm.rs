@@ -78,8 +78,6 @@ pub struct VllmCore {
     spare_slots: Vec<SlotId>,
     /// Count steady tokens instead of listing them (see `PassOutput::steady_tokens`).
     steady_tokens: bool,
-    /// This pass's decode batch so far: (requests, their context tokens).
-    decode_batch: (u64, u64),
     /// Positions in `running` of requests that finished this pass, ascending.
     done: Vec<u32>,
     out: PassOutput,
@@ -121,7 +119,6 @@ impl VllmCore {
             run_scratch: Vec::new(),
             spare_slots: Vec::new(),
             steady_tokens: false,
-            decode_batch: (0, 0),
             done: Vec::new(),
             out: PassOutput::default(),
         })
@@ -233,9 +230,8 @@ impl VllmCore {
         // Tokens of the requests already running are emitted now, while their sequences are
         // still in cache (an admission's block lookups would evict them), but they retire
         // only at the pass end: admission must not see the blocks they will free.
-        self.decode_batch = (0, 0);
         self.done.clear();
-        self.emit_tokens(0);
+        let (batch, context) = self.emit_tokens(0);
         let admitted_from = self.running.len();
 
         // Admission, in FIFO order, only in a pass that preempted nobody.
@@ -243,8 +239,8 @@ impl VllmCore {
             self.admit_waiting(&mut budget);
         }
 
-        self.emit_tokens(admitted_from);
-        self.finish_pass();
+        let (admitted_batch, admitted_context) = self.emit_tokens(admitted_from);
+        self.finish_pass(batch + admitted_batch, context + admitted_context);
         &self.out
     }
 
@@ -504,8 +500,9 @@ impl VllmCore {
         seq.blocks.clear();
     }
 
-    /// Times the pass (its tokens are emitted by then) and retires the finished requests.
-    fn finish_pass(&mut self) {
+    /// Times the pass (its tokens are emitted by then, `batch` requests with `context` tokens
+    /// decoding) and retires the finished requests.
+    fn finish_pass(&mut self, batch: u64, context: u64) {
         let (mut n, mut isl, mut pre) = (0u64, 0u64, 0u64);
         for c in self.chunks.iter().filter(|c| c.has_prompt()) {
             n += 1;
@@ -534,7 +531,6 @@ impl VllmCore {
             self.running.truncate(kept);
             self.done = done;
         }
-        let (batch, context) = self.decode_batch;
         let decode = if self.cfg.worker_type == WorkerType::Prefill {
             Default::default()
         } else {
@@ -546,11 +542,12 @@ impl VllmCore {
         self.pool.events().drain_into(&mut self.out.kv_events);
     }
 
-    /// Walks `running[from..]`: counts the decode batch (as it stood before this pass's
-    /// tokens), emits a token to each fully computed request, and notes the finished ones.
-    fn emit_tokens(&mut self, from: usize) {
+    /// Walks `running[from..]`: emits a token to each fully computed request, notes the
+    /// finished ones, and returns the decode batch among them (as it stood before this
+    /// pass's tokens): (requests, their context tokens).
+    fn emit_tokens(&mut self, from: usize) -> (u64, u64) {
         let max_len = self.cfg.max_model_len;
-        let (mut batch, mut context) = self.decode_batch;
+        let (mut batch, mut context) = (0, 0);
         for k in from..self.running.len() {
             let s = self.running[k];
             let seq = self.seqs[s as usize].as_mut().expect("live sequence");
@@ -580,7 +577,7 @@ impl VllmCore {
             }
             seq.emitted_last_pass = emitted;
         }
-        self.decode_batch = (batch, context);
+        (batch, context)
     }
 
     /// Retires a request that has left `running`/`waiting`, releasing its blocks.
