@@ -380,8 +380,8 @@ impl EngineArgs {
                     return Err(ArgsError(format!("engine.sglang.{name} must be at least 1")));
                 }
             }
-            if !(0.0..=1.0).contains(&sg.schedule_conservativeness) {
-                return err("engine.sglang.schedule_conservativeness must be within [0, 1]");
+            if !(sg.schedule_conservativeness.is_finite() && sg.schedule_conservativeness >= 0.0) {
+                return err("engine.sglang.schedule_conservativeness must be finite and non-negative");
             }
             if sg.chunked_prefill_size % self.block_size() != 0 {
                 return err("engine.sglang.chunked_prefill_size must be a multiple of block_size");

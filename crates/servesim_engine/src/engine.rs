@@ -6,6 +6,7 @@ use crate::args::{ArgsError, Backend, EngineArgs};
 use crate::kv::KvEvent;
 use crate::metrics::RankMetrics;
 use crate::sched::sglang::SglangCore;
+pub use crate::sched::vllm::Reservation;
 use crate::sched::vllm::VllmCore;
 use crate::sequence::Request;
 use std::time::Duration;
@@ -118,10 +119,18 @@ impl Engine {
     /// Builds a rank's core; `emit_events` turns on KV events (only worth it when a router
     /// consumes them).
     pub fn new(args: &EngineArgs, dp_rank: u32, emit_events: bool) -> Result<Self, ArgsError> {
+        Self::rank_of(args, dp_rank, 1, emit_events)
+    }
+
+    /// Builds rank `dp_rank` of a worker with `dp_size` data-parallel ranks. With more than
+    /// one rank SGLang runs DP attention, which splits the chunked-prefill size between the
+    /// ranks and scales `schedule_conservativeness` by 0.3 (both measured on the reference);
+    /// the vLLM core is the same on every rank.
+    pub fn rank_of(args: &EngineArgs, dp_rank: u32, dp_size: u32, emit_events: bool) -> Result<Self, ArgsError> {
         args.validate()?;
         match args.backend {
             Backend::Vllm => Ok(Engine::Vllm(VllmCore::new(args, dp_rank, emit_events)?)),
-            Backend::Sglang => Ok(Engine::Sglang(SglangCore::new(args, dp_rank, emit_events)?)),
+            Backend::Sglang => Ok(Engine::Sglang(SglangCore::new(args, dp_rank, dp_size, emit_events)?)),
             Backend::Trtllm => Err(ArgsError("engine.backend \"trtllm\" is not supported by servesim".into())),
         }
     }
@@ -163,11 +172,29 @@ impl Engine {
         }
     }
 
-    /// Leading full prompt blocks of `req` already cached here (what a KV transfer can skip).
-    pub fn resident_prefix_blocks(&mut self, req: &Request) -> u32 {
+    /// A prefill worker's transfer of request `id` is done: the KV it held is freed.
+    pub fn release_source(&mut self, id: u64) {
         match self {
-            Engine::Vllm(c) => c.resident_prefix_blocks(req),
-            _ => 0,
+            Engine::Vllm(c) => {
+                c.release_source(id);
+            }
+            Engine::Sglang(c) => c.release_source(id),
+        }
+    }
+
+    /// A decode rank takes room for a prompt about to be transferred (see [`Reservation`]).
+    pub fn reserve_destination(&mut self, req: Request) -> Result<Reservation, ArgsError> {
+        match self {
+            Engine::Vllm(c) => Ok(c.reserve_destination(req)),
+            _ => Err(ArgsError("disaggregated decode is only supported by the vllm backend".into())),
+        }
+    }
+
+    /// The transfer to a reservation is done: the request decodes from the next pass.
+    pub fn activate(&mut self, id: u64) -> bool {
+        match self {
+            Engine::Vllm(c) => c.activate(id),
+            _ => false,
         }
     }
 
@@ -179,8 +206,21 @@ impl Engine {
         }
     }
 
+    /// Whether a pass now would do anything (a prefill rank waiting for held KV to be
+    /// released has requests in flight but no work).
     pub fn has_work(&self) -> bool {
-        self.in_flight() > 0
+        match self {
+            Engine::Vllm(c) => c.has_work(),
+            Engine::Sglang(c) => c.in_flight() > 0,
+        }
+    }
+
+    /// Whether the core waits for a held prompt's release before it can admit anything.
+    pub fn stalled(&self) -> bool {
+        match self {
+            Engine::Vllm(c) => !c.has_work() && c.in_flight() > 0,
+            Engine::Sglang(_) => false,
+        }
     }
 
     /// Computes one forward pass starting at `now_ms`.

@@ -12,6 +12,6 @@ pub mod sched;
 pub mod sequence;
 
 pub use args::{ArgsError, Backend, EngineArgs, LaunchConfig, WorkerType};
-pub use engine::{Admission, Engine, Finished, Outcome, PassOutput};
+pub use engine::{Admission, Engine, Finished, Outcome, PassOutput, Reservation};
 pub use metrics::RankMetrics;
 pub use sequence::{Prompt, Request};

@@ -101,6 +101,9 @@ pub struct Sequence {
     pub streak: u32,
     /// Its prompt KV was computed by a prefill worker and transferred here.
     pub prefilled: bool,
+    /// Reserved here, its prompt KV still on the way: it keeps its place in the queue but is
+    /// passed over.
+    pub kv_pending: bool,
     /// It emitted a token at its rank's latest pass end.
     pub emitted_last_pass: bool,
     pub id: u64,
@@ -132,6 +135,7 @@ impl Sequence {
             streak: 0,
             admissions: 0,
             prefilled: false,
+            kv_pending: false,
             emitted_last_pass: false,
         }
     }

@@ -14,7 +14,7 @@ use servesim_engine::args::KvTransferTimingMode;
 use servesim_engine::engine::PassOutput;
 use servesim_engine::hash::{block_hash, mix64, sequence_hash};
 use servesim_engine::perf::duration_ms;
-use servesim_engine::{Engine, EngineArgs, LaunchConfig, Outcome, Request};
+use servesim_engine::{Engine, EngineArgs, LaunchConfig, Outcome, Request, Reservation, WorkerType};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
@@ -88,6 +88,8 @@ struct Rank {
     reservations: Vec<u32>,
     /// Transfers that finished mid-pass: the request is activated at the next boundary.
     arrived: Vec<u32>,
+    /// A prefill rank's held prompts whose transfer is done, freed at its next boundary.
+    releases: Vec<u32>,
     /// When its latest pass ended: the gap of its steady tokens runs from there.
     last_pass_end_ms: f64,
 }
@@ -222,6 +224,8 @@ pub struct Simulation {
     collector: Collector,
     recorder: Recorder,
     scratch: Vec<u8>,
+    /// Disaggregated serving: the prefill rank holding each request's prompt KV.
+    source_rank: Vec<u32>,
     /// Verify invariants after every pass (on in debug builds; tests turn it on).
     checks: bool,
     passes: u64,
@@ -247,6 +251,7 @@ impl Simulation {
             collector: Collector::new(),
             recorder: Recorder::new(cfg.timeseries_interval_ms),
             scratch: Default::default(),
+            source_rank: Vec::new(),
             checks: cfg!(debug_assertions),
             passes: 0,
             workload,
@@ -257,6 +262,9 @@ impl Simulation {
                 sim.add_pool(cfg, Role::Prefill, &d.prefill, d.num_prefill_workers, cfg.router_config.prefill_pool())?;
                 sim.add_pool(cfg, Role::Decode, &d.decode, d.num_decode_workers, cfg.router_config.decode_pool())?;
             }
+        }
+        if cfg.disagg.is_some() {
+            sim.source_rank = vec![u32::MAX; sim.workload.len()];
         }
         let (arrival_ms, order) = sim.workload.arrivals(cfg.arrival_speedup_ratio);
         for (i, row) in sim.workload.rows.iter().enumerate() {
@@ -278,7 +286,7 @@ impl Simulation {
             let group = self.workers.len();
             let start = self.ranks.len();
             for dp in 0..launch.dp_size {
-                let mut engine = Engine::new(&launch.engine, dp, emit_events)?;
+                let mut engine = Engine::rank_of(&launch.engine, dp, launch.dp_size, emit_events)?;
                 engine.set_steady_tokens(true);
                 self.ranks.push(Rank {
                     engine,
@@ -289,6 +297,7 @@ impl Simulation {
                     pending: PassOutput::default(),
                     reservations: Vec::new(),
                     arrived: Vec::new(),
+                    releases: Vec::new(),
                     last_pass_end_ms: 0.0,
                 });
                 self.recorder.add_rank(role.name(), w, dp);
@@ -380,26 +389,49 @@ impl Simulation {
                     EventKind::TransferDone { request, rank } => self.transfer_done(request, rank as usize),
                 }
             }
-            while let Some(&i) = self.order.get(self.next_arrival) {
-                if self.arrival_ms[i as usize] > t {
-                    break;
-                }
-                self.next_arrival += 1;
-                let p = &mut self.pools[0];
-                if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
-                    p.queued.push_back(i);
-                } else {
-                    self.route(0, i);
-                }
-            }
-            for w in 0..self.workers.len() {
-                let idle = !self.workers[w].busy;
-                if idle && self.workers[w].ranks.clone().any(|r| self.ranks[r].engine.has_work()) {
-                    self.start_epoch(w, t);
-                }
+            // Disaggregated serving: ranks whose pass just ended start their next one before
+            // the arrivals of this instant are routed (an arrival exactly at a prefill pass end
+            // waits a pass there; aggregated, it joins). Measured on the reference.
+            if !self.disaggregated() {
+                self.route_arrivals(t);
+                self.start_epochs(t);
+            } else {
+                self.start_epochs(t);
+                self.route_arrivals(t);
+                self.start_epochs(t);
             }
         }
         self.is_done()
+    }
+
+    fn disaggregated(&self) -> bool {
+        !self.source_rank.is_empty()
+    }
+
+    /// Routes the arrivals due by `t` (to the router's queue while every target is busy).
+    fn route_arrivals(&mut self, t: f64) {
+        while let Some(&i) = self.order.get(self.next_arrival) {
+            if self.arrival_ms[i as usize] > t {
+                break;
+            }
+            self.next_arrival += 1;
+            let p = &mut self.pools[0];
+            if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
+                p.queued.push_back(i);
+            } else {
+                self.route(0, i);
+            }
+        }
+    }
+
+    /// Every idle worker with work starts a pass at `t`.
+    fn start_epochs(&mut self, t: f64) {
+        for w in 0..self.workers.len() {
+            let idle = !self.workers[w].busy;
+            if idle && self.workers[w].ranks.clone().any(|r| self.ranks[r].engine.has_work()) {
+                self.start_epoch(w, t);
+            }
+        }
     }
 
     /// Ends the run (early, if it is not done: unfinished requests stay pending).
@@ -432,6 +464,7 @@ impl Simulation {
         let rank = p.rank_of(placement.target);
         if p.role == Role::Prefill {
             req.max_output = 1;
+            self.source_rank[i as usize] = rank as u32;
         } else {
             self.collector.records[i as usize].worker = self.ranks[rank].worker;
         }
@@ -443,15 +476,28 @@ impl Simulation {
         if self.busy(rank) {
             self.ranks[rank].arrived.push(i);
         } else {
+            // The activation wakes an idle rank, which takes one pending reservation.
             self.activate(i, rank);
+            self.take_reservations(rank, 1, self.now_ms);
         }
     }
 
+    /// The decode rank takes the request; the prefill rank that held its KV lets it go (a
+    /// scheduler command, so a busy prefill rank frees it at its next boundary).
     fn activate(&mut self, i: u32, rank: usize) {
-        let req = self.workload.request(i as usize, i as u64);
         self.collector.records[i as usize].worker = self.ranks[rank].worker;
-        if let Err(e) = self.ranks[rank].engine.submit_prefilled(req) {
-            self.finish_request(i, Status::Unschedulable, Some(e.0));
+        if !self.ranks[rank].engine.activate(i as u64) {
+            // Never reserved (larger than the pool): admission refuses it.
+            let req = self.workload.request(i as usize, i as u64);
+            if let Err(e) = self.ranks[rank].engine.submit_prefilled(req) {
+                self.finish_request(i, Status::Unschedulable, Some(e.0));
+            }
+        }
+        let source = self.source_rank[i as usize] as usize;
+        if self.busy(source) {
+            self.ranks[source].releases.push(i);
+        } else {
+            self.ranks[source].engine.release_source(i as u64);
         }
     }
 
@@ -472,7 +518,7 @@ impl Simulation {
             let progressed = out.scheduled_tokens > 0 || !out.finished.is_empty() || !out.preempted.is_empty() || !out.tokens.is_empty() || out.steady_tokens > 0;
             longest = longest.max(out.duration);
             rank.pending.clone_from(out);
-            if !progressed {
+            if !progressed && !rank.engine.stalled() {
                 // A pass that changes nothing would repeat forever: end the rank's requests
                 // with the reason instead of hanging.
                 let stuck = rank.engine.abandon("no pass could make progress");
@@ -529,6 +575,9 @@ impl Simulation {
             }
         }
         for r in self.workers[w].ranks.clone() {
+            for i in std::mem::take(&mut self.ranks[r].releases) {
+                self.ranks[r].engine.release_source(i as u64);
+            }
             self.apply_reservations(r, t);
         }
     }
@@ -588,6 +637,10 @@ impl Simulation {
                 self.collector.steady_tokens(i, f.steady_tokens, last);
             }
             self.pools[pool].router.free(f.id);
+            if role == Role::Aggregated && self.pools[pool].args.worker_type == WorkerType::Prefill {
+                // A prefill-type engine outside a disaggregated pool: nothing takes its KV.
+                self.ranks[r].engine.release_source(f.id);
+            }
             match (&f.outcome, role) {
                 (Outcome::Completed, Role::Prefill) => self.hand_over(i, t),
                 (Outcome::Completed, _) => self.finish_request(i, Status::Completed, None),
@@ -611,53 +664,76 @@ impl Simulation {
         let decode_pool = self.pools.len() - 1;
         let req = self.workload.request(i as usize, i as u64);
         let p = &mut self.pools[decode_pool];
+        let blocks = req.prompt.len().div_ceil(p.block_size);
+        if blocks > p.args.num_gpu_blocks {
+            // No decode worker could ever hold it: the hand-off fails at once.
+            let why = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.args.num_gpu_blocks);
+            self.finish_request(i, Status::Rejected, Some(why));
+            let source = self.source_rank[i as usize] as usize;
+            self.ranks[source].engine.release_source(i as u64);
+            return;
+        }
         let (hashes, full) = prompt_hashes(&req, p.block_size, &mut self.scratch);
         let placement = p.router.route(&RouteQuery { id: i as u64, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full });
         let rank = p.rank_of(placement.target);
-        if self.busy(rank) {
-            self.ranks[rank].reservations.push(i);
-        } else {
-            self.start_transfer(i, rank, t);
+        // Reservations are taken in order, one per wake of the rank: a busy rank takes them at
+        // its pass boundary; an idle one is woken by this request and takes the oldest.
+        self.ranks[rank].reservations.push(i);
+        if !self.busy(rank) {
+            self.take_reservations(rank, 1, t);
         }
     }
 
     /// At a decode rank's pass boundary: each scheduler command it takes — the boundary
     /// itself and every activation of a request whose KV arrived mid-pass — lets one pending
-    /// reservation through; a rank left with no work takes them all (the reference's
-    /// one-command-per-wake engine loop, observed as reservation times).
+    /// reservation through (the reference's one-command-per-wake engine loop, observed as
+    /// reservation times). Reservations wait in order: one that finds no room holds back
+    /// those behind it.
     fn apply_reservations(&mut self, r: usize, t: f64) {
         let mut wakes = 1;
         for i in std::mem::take(&mut self.ranks[r].arrived) {
             self.activate(i, r);
             wakes += 1;
         }
-        for _ in 0..wakes {
-            if self.ranks[r].reservations.is_empty() {
+        self.take_reservations(r, wakes, t);
+    }
+
+    /// Up to `n` pending reservations of rank `r`, in order, while they find room.
+    fn take_reservations(&mut self, r: usize, n: usize, t: f64) {
+        for _ in 0..n {
+            let Some(&first) = self.ranks[r].reservations.first() else { break };
+            if !self.reserve(first, r, t) {
                 break;
             }
-            let first = self.ranks[r].reservations.remove(0);
-            self.start_transfer(first, r, t);
-        }
-        if !self.ranks[r].engine.has_work() {
-            for i in std::mem::take(&mut self.ranks[r].reservations) {
-                self.start_transfer(i, r, t);
-            }
+            self.ranks[r].reservations.remove(0);
         }
     }
 
-    /// The decode rank has reserved room for request `i`: its prompt KV starts moving.
-    fn start_transfer(&mut self, i: u32, rank: usize, t: f64) {
+    /// The decode rank takes room for request `i` — its blocks, sharing any resident
+    /// prefix — and the prompt KV starts moving. False, with nothing done, if it has no room
+    /// yet. A prompt larger than the pool moves anyway and is refused on activation.
+    fn reserve(&mut self, i: u32, rank: usize, t: f64) -> bool {
         let req = self.workload.request(i as usize, i as u64);
+        let prompt_len = req.prompt.len();
+        let resident = match self.ranks[rank].engine.reserve_destination(req) {
+            Ok(Reservation::Reserved { resident_blocks }) => resident_blocks,
+            Ok(Reservation::NoRoom) => return false,
+            Ok(Reservation::NeverFits) | Err(_) => 0,
+        };
+        self.start_transfer(i, rank, t, prompt_len, resident);
+        true
+    }
+
+    /// The prompt KV of request `i` starts moving to `rank`, which holds `resident` of its
+    /// blocks already.
+    fn start_transfer(&mut self, i: u32, rank: usize, t: f64, prompt_len: u32, resident: u32) {
         let bs = self.pools[self.ranks[rank].pool].block_size;
         let prefill = &self.pools[0].args;
         let delay = match (prefill.kv_transfer_bandwidth, prefill.kv_bytes_per_token) {
             (Some(gbps), Some(bytes)) if gbps > 0.0 => {
                 let tokens = match prefill.kv_transfer_timing_mode {
-                    KvTransferTimingMode::FullPrompt => req.prompt.len() as u64,
-                    KvTransferTimingMode::DestinationMissing => {
-                        let resident = self.ranks[rank].engine.resident_prefix_blocks(&req);
-                        req.prompt.len().div_ceil(bs).saturating_sub(resident) as u64 * bs as u64
-                    }
+                    KvTransferTimingMode::FullPrompt => prompt_len as u64,
+                    KvTransferTimingMode::DestinationMissing => prompt_len.div_ceil(bs).saturating_sub(resident) as u64 * bs as u64,
                 };
                 duration_ms(Duration::from_secs_f64(tokens as f64 * bytes as f64 / (gbps * 1e9)))
             }

@@ -9,7 +9,7 @@ use crate::kv::{BlockPool, EventSink, Pool, SlotId};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
 use crate::sequence::{Request, Sequence};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 #[derive(Clone, Debug)]
 struct Config {
@@ -53,6 +53,17 @@ impl Chunk {
     }
 }
 
+/// What a decode destination did with a reservation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reservation {
+    /// Blocks allocated, sharing this many resident prefix blocks.
+    Reserved { resident_blocks: u32 },
+    /// Not enough free blocks now; nothing done.
+    NoRoom,
+    /// The prompt is larger than the pool.
+    NeverFits,
+}
+
 enum Scheduled {
     Yes,
     Blocked,
@@ -80,6 +91,17 @@ pub struct VllmCore {
     steady_tokens: bool,
     /// Positions in `running` of requests that finished this pass, ascending.
     done: Vec<u32>,
+    /// A prefill worker's finished prompts, by request id: their KV stays held (allocated
+    /// and cache-visible) until the transfer to the decode side is done and the harness
+    /// releases it.
+    held: HashMap<u64, Vec<SlotId>>,
+    /// A decode worker's reservations whose transfers are under way: request id → slot.
+    reserved: HashMap<u64, u32>,
+    /// How many of `waiting` are those reservations.
+    pending_kv: usize,
+    /// Nothing runs and the waiting head needs blocks that held prompts or reservations
+    /// occupy: no pass can do anything until a release or an activation.
+    stalled: bool,
     out: PassOutput,
 }
 
@@ -120,13 +142,21 @@ impl VllmCore {
             spare_slots: Vec::new(),
             steady_tokens: false,
             done: Vec::new(),
+            held: HashMap::new(),
+            reserved: HashMap::new(),
+            pending_kv: 0,
+            stalled: false,
             out: PassOutput::default(),
         })
     }
 
     pub fn submit(&mut self, req: Request) {
-        let seq = Sequence::new(req);
-        let slot = match self.free_seq_slots.pop() {
+        let slot = self.new_slot(Sequence::new(req));
+        self.waiting.push_back(slot);
+    }
+
+    fn new_slot(&mut self, seq: Sequence) -> u32 {
+        match self.free_seq_slots.pop() {
             Some(s) => {
                 self.seqs[s as usize] = Some(seq);
                 s
@@ -135,29 +165,69 @@ impl VllmCore {
                 self.seqs.push(Some(seq));
                 (self.seqs.len() - 1) as u32
             }
-        };
-        self.waiting.push_back(slot);
+        }
     }
 
+    /// Queues a request whose prompt KV was computed elsewhere; admission allocates its
+    /// blocks and it decodes with no prefill work.
     pub fn submit_prefilled(&mut self, req: Request) {
         self.submit(req);
         let s = *self.waiting.back().expect("just submitted");
         self.seq_mut(s).prefilled = true;
     }
 
-    pub fn resident_prefix_blocks(&mut self, req: &Request) -> u32 {
-        if !self.cfg.prefix_caching {
-            return 0;
+    /// A decode destination takes room for a prompt about to be transferred: its blocks are
+    /// allocated now (resident prefix blocks shared) and it joins the queue, passed over
+    /// until [`VllmCore::activate`].
+    pub fn reserve_destination(&mut self, req: Request) -> Reservation {
+        if self.blocks_for(req.prompt.len()) > self.cfg.num_blocks {
+            return Reservation::NeverFits;
         }
-        let mut probe = Sequence::new(req.clone());
-        let bs = self.cfg.block_size;
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let mut n = 0;
-        while n < probe.prompt_len() / bs && self.pool.lookup(probe.block_hashes(n, bs, &mut scratch).0).is_some() {
-            n += 1;
+        // No reservation while `max_num_seqs` requests run (other reservations and activated
+        // requests waiting for admission do not count: measured on the reference).
+        if self.running.len() >= self.cfg.max_num_seqs {
+            return Reservation::NoRoom;
         }
-        self.scratch = scratch;
-        n
+        let mut seq = Sequence::new(req);
+        seq.prefilled = true;
+        let id = seq.id;
+        let s = self.new_slot(seq);
+        let hit = self.prefix_hit(s);
+        let len = self.seq(s).len();
+        let needed = self.blocks_for(len) - hit.active_blocks;
+        let available = self.cfg.num_blocks - self.pool.active();
+        let resident = hit.slots.len() as u32;
+        let fresh = self.blocks_for(len) - resident;
+        let seq = self.seqs[s as usize].as_mut().expect("live sequence");
+        let room = needed <= available && self.pool.reserve(&hit.slots, fresh, &mut seq.blocks);
+        self.spare_slots = hit.slots;
+        if !room {
+            self.seqs[s as usize] = None;
+            self.free_seq_slots.push(s);
+            return Reservation::NoRoom;
+        }
+        // Its own blocks become cache-visible when its KV arrives (`activate`).
+        seq.visible = resident;
+        seq.num_computed = len;
+        // It queues now, passed over until its KV arrives (so requests are admitted in the
+        // order of their reservations).
+        self.reserved.insert(id, s);
+        self.seq_mut(s).kv_pending = true;
+        self.waiting.push_back(s);
+        self.pending_kv += 1;
+        Reservation::Reserved { resident_blocks: resident }
+    }
+
+    /// The transfer of reserved request `id` is done: it can be admitted (its blocks are in
+    /// place). False if nothing was reserved for it.
+    pub fn activate(&mut self, id: u64) -> bool {
+        let Some(s) = self.reserved.remove(&id) else { return false };
+        let full = self.full_blocks(self.seq(s).prompt_len());
+        self.make_visible(s, full);
+        self.seq_mut(s).kv_pending = false;
+        self.pending_kv -= 1;
+        self.stalled = false;
+        true
     }
 
     pub fn set_steady_tokens(&mut self, on: bool) {
@@ -176,6 +246,11 @@ impl VllmCore {
 
     pub fn in_flight(&self) -> usize {
         self.waiting.len() + self.running.len()
+    }
+
+    /// Whether a pass now would do anything.
+    pub fn has_work(&self) -> bool {
+        !self.running.is_empty() || self.waiting.len() > self.pending_kv && !self.stalled
     }
 
     fn seq(&self, s: u32) -> &Sequence {
@@ -246,11 +321,26 @@ impl VllmCore {
 
     fn admit_waiting(&mut self, budget: &mut u64) {
         let mut unused = false;
+        // The queue is FIFO, but a reservation whose KV has not arrived is passed over.
+        let mut k = 0;
         while self.running.len() < self.cfg.max_num_seqs {
-            let Some(&s) = self.waiting.front() else { break };
+            let Some(&s) = self.waiting.get(k) else { break };
+            if self.seq(s).kv_pending {
+                k += 1;
+                continue;
+            }
             if let Some(reason) = self.rejection(s) {
-                self.waiting.pop_front();
+                self.waiting.remove(k);
                 self.finish(s, Outcome::Rejected(reason));
+                continue;
+            }
+            if self.seq(s).admissions == 0 && !self.seq(s).blocks.is_empty() {
+                // Activated after a reservation: its blocks are in place and its KV arrived.
+                self.waiting.remove(k);
+                self.running.push(s);
+                let seq = self.seqs[s as usize].as_mut().expect("live sequence");
+                seq.admissions = 1;
+                self.out.admissions.push(Admission { id: seq.id, reused_tokens: 0, readmission: false });
                 continue;
             }
             let hit = self.prefix_hit(s);
@@ -260,7 +350,7 @@ impl VllmCore {
             let admitted = needed <= available && matches!(self.schedule(s, Some(&hit), budget, &mut unused), Scheduled::Yes);
             self.spare_slots = hit.slots;
             if admitted {
-                self.waiting.pop_front();
+                self.waiting.remove(k);
                 self.running.push(s);
                 let seq = self.seq_mut(s);
                 seq.admissions += 1;
@@ -270,11 +360,17 @@ impl VllmCore {
                 self.out.admissions.push(admission);
                 continue;
             }
-            // The head blocks everyone behind it. With nothing running, the pool is empty and
-            // the budget whole, so nothing will ever change: the head can never run.
+            // The head blocks everyone behind it. With nothing running and nothing held, the
+            // pool is empty and the budget whole, so nothing will ever change: the head can
+            // never run. Held prompts free their blocks when their transfers are done, and
+            // reservations turn into running requests when theirs are.
+            if self.running.is_empty() && !(self.held.is_empty() && self.reserved.is_empty()) {
+                self.stalled = true;
+                break;
+            }
             if self.running.is_empty() {
                 let reason = self.unschedulable_reason(s);
-                self.waiting.pop_front();
+                self.waiting.remove(k);
                 self.finish(s, Outcome::Unschedulable(reason));
                 continue;
             }
@@ -429,26 +525,13 @@ impl VllmCore {
             }
         }
 
-        let bs = self.cfg.block_size;
         let full = self.full_blocks(before + desired);
         let seq = self.seqs[s as usize].as_mut().expect("live sequence");
         if let Some(h) = hit {
             seq.visible = h.slots.len() as u32;
         }
         seq.num_computed = before + desired;
-        if self.cfg.prefix_caching && full > seq.visible {
-            let run = &mut self.run_scratch;
-            run.clear();
-            seq.hash_blocks(full, bs, &mut self.scratch);
-            let (v, f) = (seq.visible as usize, full as usize);
-            run.extend(seq.blocks[v..f].iter().zip(&seq.hashes()[v..f]).map(|(&slot, &(hash, local))| (slot, hash, local)));
-            self.pool.register_run(seq.parent_of(seq.visible), seq.visible, run);
-            // The kvbm manager merges a block computed twice into the first copy.
-            for (b, &(slot, _, _)) in (seq.visible..full).zip(run.iter()) {
-                seq.blocks[b as usize] = slot;
-            }
-            seq.visible = full;
-        }
+        self.make_visible(s, full);
         let chunk = Chunk {
             seq: s,
             tokens: desired,
@@ -462,6 +545,26 @@ impl VllmCore {
         self.out.scheduled_tokens += desired as u64;
         *budget -= desired as u64;
         Scheduled::Yes
+    }
+
+    /// Registers `s`'s computed full blocks up to `full` in the prefix cache.
+    fn make_visible(&mut self, s: u32, full: u32) {
+        let bs = self.cfg.block_size;
+        let seq = self.seqs[s as usize].as_mut().expect("live sequence");
+        if !self.cfg.prefix_caching || full <= seq.visible {
+            return;
+        }
+        let run = &mut self.run_scratch;
+        run.clear();
+        seq.hash_blocks(full, bs, &mut self.scratch);
+        let (v, f) = (seq.visible as usize, full as usize);
+        run.extend(seq.blocks[v..f].iter().zip(&seq.hashes()[v..f]).map(|(&slot, &(hash, local))| (slot, hash, local)));
+        self.pool.register_run(seq.parent_of(seq.visible), seq.visible, run);
+        // The kvbm manager merges a block computed twice into the first copy.
+        for (b, &(slot, _, _)) in (seq.visible..full).zip(run.iter()) {
+            seq.blocks[b as usize] = slot;
+        }
+        seq.visible = full;
     }
 
     /// Recompute-style preemption: the victim drops all its blocks (leaf first, so they stay
@@ -580,17 +683,38 @@ impl VllmCore {
         (batch, context)
     }
 
-    /// Retires a request that has left `running`/`waiting`, releasing its blocks.
+    /// Retires a request that has left `running`/`waiting`, releasing its blocks (a prefill
+    /// worker holds a completed prompt's blocks for its transfer instead).
     fn finish(&mut self, s: u32, outcome: Outcome) {
-        self.release_blocks(s);
+        if outcome == Outcome::Completed && self.cfg.worker_type == WorkerType::Prefill {
+            let seq = self.seq_mut(s);
+            let blocks = std::mem::take(&mut seq.blocks);
+            let id = seq.id;
+            self.held.insert(id, blocks);
+        } else {
+            self.release_blocks(s);
+        }
         let seq = self.seqs[s as usize].take().expect("live sequence");
         self.free_seq_slots.push(s);
         self.out.finished.push(Finished { id: seq.id, outcome, steady_tokens: seq.streak });
     }
 
+    /// Frees the KV a prefill worker held for request `id` (leaf first, as a completion
+    /// would have); false if it holds none for it.
+    pub fn release_source(&mut self, id: u64) -> bool {
+        let Some(blocks) = self.held.remove(&id) else { return false };
+        for &b in blocks.iter().rev() {
+            self.pool.release(b);
+        }
+        self.stalled = false;
+        true
+    }
+
     pub fn abandon(&mut self, reason: &str) -> Vec<Finished> {
         let mut all: Vec<u32> = self.running.drain(..).collect();
         all.extend(self.waiting.drain(..));
+        self.reserved.clear();
+        self.pending_kv = 0;
         let mark = self.out.finished.len();
         for s in all {
             self.finish(s, Outcome::Unschedulable(reason.to_string()));
@@ -609,10 +733,12 @@ impl VllmCore {
 
     pub fn check(&self) -> Result<(), String> {
         self.pool.check()?;
-        let held: usize = self.running.iter().map(|&s| self.seq(s).blocks.len()).sum();
         let waiting_held: usize = self.waiting.iter().map(|&s| self.seq(s).blocks.len()).sum();
-        if waiting_held != 0 {
-            return Err("a waiting request holds blocks".into());
+        let held: usize = self.running.iter().map(|&s| self.seq(s).blocks.len()).sum::<usize>()
+            + self.held.values().map(Vec::len).sum::<usize>()
+            + waiting_held;
+        if self.waiting.iter().any(|&s| !self.seq(s).blocks.is_empty() && self.seq(s).admissions > 0) {
+            return Err("a preempted request waits holding blocks".into());
         }
         if held < self.pool.active() as usize {
             return Err(format!("requests hold {held} blocks but {} are active", self.pool.active()));

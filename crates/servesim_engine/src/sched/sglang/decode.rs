@@ -33,7 +33,9 @@ fn decode_time(core: &SglangCore, set: &[u32]) -> std::time::Duration {
     }
     let context: u64 = set.iter().map(|&s| core.req(s).seq.len() as u64).sum();
     let total = core.pool_tokens();
-    core.timer.decode(set.len() as u64, context.min(total), total)
+    // Logical tokens: shared prefixes count once per request, so this can exceed the pool
+    // (the reference does not cap it; the polynomial caps its utilisation at 1).
+    core.timer.decode(set.len() as u64, context, total)
 }
 
 /// Takes `s`'s pages back and resets it to recompute from its cached prefix; the caller

@@ -79,7 +79,7 @@ pub struct SglangCore {
 }
 
 impl SglangCore {
-    pub fn new(args: &EngineArgs, dp_rank: u32, emit_events: bool) -> Result<Self, ArgsError> {
+    pub fn new(args: &EngineArgs, dp_rank: u32, dp_size: u32, emit_events: bool) -> Result<Self, ArgsError> {
         let sg = args.sglang();
         let cfg = Config {
             page: args.block_size(),
@@ -88,7 +88,7 @@ impl SglangCore {
             prefix_caching: args.enable_prefix_caching,
             policy: sg.schedule_policy,
             max_prefill_tokens: sg.max_prefill_tokens,
-            chunked_prefill_size: sg.chunked_prefill_size,
+            chunked_prefill_size: sg.chunked_prefill_size / dp_size,
             clip_max_new_tokens: sg.clip_max_new_tokens,
             worker_type: args.worker_type,
         };
@@ -96,7 +96,8 @@ impl SglangCore {
         Ok(SglangCore {
             cache: RadixCache::new(cfg.pages, EventSink::new(events, dp_rank)),
             timer: PassTimer::from_args(args)?,
-            ratio: TokenRatio::new(sg.schedule_conservativeness),
+            ratio: TokenRatio::new(if dp_size > 1 { sg.schedule_conservativeness * 0.3 } else { sg.schedule_conservativeness }),
+
             cfg,
             dp_rank,
             reqs: Vec::new(),
@@ -128,6 +129,10 @@ impl SglangCore {
             self.waiting.push_back(slot);
         }
     }
+
+    /// Disaggregated serving runs on the vLLM core only (the harness refuses SGLang pools),
+    /// so an SGLang prefill worker never holds a source.
+    pub fn release_source(&mut self, _id: u64) {}
 
     pub fn in_flight(&self) -> usize {
         self.waiting.len() + self.running.len() + self.refused.len()

@@ -1,0 +1,99 @@
+//! The hand-off of disaggregated serving, engine side (vLLM core), as the reference does it:
+//! a prefill worker holds a finished prompt's KV until released; a decode worker reserves
+//! blocks before the transfer and admits reservations in their order once their KV arrives.
+
+use serde_json::json;
+use servesim_engine::{Engine, EngineArgs, Outcome, Request, Reservation};
+
+fn engine(args: serde_json::Value) -> Engine {
+    Engine::new(&EngineArgs::from_json(&args).unwrap(), 0, true).unwrap()
+}
+
+fn req(id: u64, len: u32, out: u32) -> Request {
+    Request { id, prompt: (0..len).map(|t| (id as u32) * 100_000 + t).collect::<Vec<_>>().into(), max_output: out }
+}
+
+fn shared(id: u64, len: u32, out: u32) -> Request {
+    Request { id, prompt: (0..len).collect::<Vec<_>>().into(), max_output: out }
+}
+
+#[test]
+fn a_prefill_worker_holds_a_finished_prompt_until_released() {
+    let mut e = engine(json!({"worker_type": "prefill", "block_size": 4, "num_gpu_blocks": 6}));
+    e.submit(req(1, 16, 1));
+    let out = e.step(0.0);
+    assert_eq!(out.finished.iter().map(|f| (f.id, f.outcome.clone())).collect::<Vec<_>>(), vec![(1, Outcome::Completed)]);
+    assert_eq!(e.metrics().active_decode_blocks, 4, "the finished prompt's 4 blocks stay held");
+    e.check().unwrap();
+
+    // 12 tokens need 3 blocks; 2 are free: the request waits (it is not unschedulable).
+    e.submit(req(2, 12, 1));
+    let out = e.step(0.0);
+    assert!(out.finished.is_empty() && out.admissions.is_empty());
+    assert!(!e.has_work() && e.stalled(), "nothing can run until a release");
+
+    e.release_source(1);
+    assert!(e.has_work());
+    let out = e.step(0.0);
+    assert_eq!(out.admissions.len(), 1);
+    assert_eq!(out.finished[0].id, 2);
+    e.release_source(2);
+    assert_eq!(e.metrics().active_decode_blocks, 0);
+    e.check().unwrap();
+}
+
+#[test]
+fn held_blocks_serve_prefix_hits() {
+    let mut e = engine(json!({"worker_type": "prefill", "block_size": 4, "num_gpu_blocks": 20}));
+    e.submit(shared(1, 16, 1));
+    e.step(0.0);
+    e.submit(shared(2, 16, 1));
+    let out = e.step(0.0);
+    assert_eq!(out.admissions[0].reused_tokens, 12, "3 held blocks reused; the last is recomputed");
+}
+
+#[test]
+fn a_reservation_needs_room_and_a_running_slot() {
+    let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 8, "max_num_seqs": 1}));
+    assert_eq!(e.reserve_destination(req(1, 16, 3)).unwrap(), Reservation::Reserved { resident_blocks: 0 });
+    assert_eq!(e.reserve_destination(req(2, 20, 3)).unwrap(), Reservation::NoRoom, "4 blocks free, 5 needed");
+    assert_eq!(e.reserve_destination(req(3, 40, 3)).unwrap(), Reservation::NeverFits);
+    assert!(!e.has_work(), "a reservation waits for its KV");
+    assert!(e.activate(1));
+    let out = e.step(0.0);
+    assert_eq!(out.tokens, vec![1], "the transferred prompt decodes at once");
+    // One request runs and max_num_seqs is 1: no reservation, even with room.
+    assert_eq!(e.reserve_destination(req(4, 4, 3)).unwrap(), Reservation::NoRoom);
+    e.check().unwrap();
+}
+
+#[test]
+fn reservations_are_admitted_in_reservation_order_once_their_kv_arrives() {
+    let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 64, "max_num_seqs": 1}));
+    assert!(matches!(e.reserve_destination(req(1, 8, 2)).unwrap(), Reservation::Reserved { .. }));
+    assert!(matches!(e.reserve_destination(req(2, 8, 3)).unwrap(), Reservation::Reserved { .. }));
+    // The second transfer lands first, and runs: the first is passed over, not waited for.
+    assert!(e.activate(2));
+    assert_eq!(e.step(0.0).tokens, vec![2]);
+    assert!(e.activate(1));
+    assert_eq!(e.step(0.0).tokens, vec![2], "one slot: request 2 keeps it");
+    let out = e.step(0.0);
+    assert_eq!(out.finished.iter().map(|f| f.id).collect::<Vec<_>>(), vec![2]);
+    assert_eq!(e.step(0.0).tokens, vec![1]);
+    e.check().unwrap();
+}
+
+#[test]
+fn transferred_blocks_become_reusable_when_their_kv_arrives() {
+    let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 64}));
+    assert_eq!(e.reserve_destination(shared(1, 16, 50)).unwrap(), Reservation::Reserved { resident_blocks: 0 });
+    assert_eq!(
+        e.reserve_destination(shared(2, 16, 5)).unwrap(),
+        Reservation::Reserved { resident_blocks: 0 },
+        "request 1's blocks are still in transfer"
+    );
+    e.activate(1);
+    assert_eq!(e.reserve_destination(shared(3, 16, 5)).unwrap(), Reservation::Reserved { resident_blocks: 4 });
+    e.check().unwrap();
+}
+
