@@ -183,10 +183,10 @@ impl Engine {
     }
 
     /// A decode rank takes room for a prompt about to be transferred (see [`Reservation`]).
-    pub fn reserve_destination(&mut self, req: Request) -> Result<Reservation, ArgsError> {
+    pub fn reserve_destination(&mut self, req: Request) -> Reservation {
         match self {
-            Engine::Vllm(c) => Ok(c.reserve_destination(req)),
-            _ => Err(ArgsError("disaggregated decode is only supported by the vllm backend".into())),
+            Engine::Vllm(c) => c.reserve_destination(req),
+            Engine::Sglang(c) => c.reserve_destination(req),
         }
     }
 
@@ -194,7 +194,7 @@ impl Engine {
     pub fn activate(&mut self, id: u64) -> bool {
         match self {
             Engine::Vllm(c) => c.activate(id),
-            _ => false,
+            Engine::Sglang(c) => c.activate(id),
         }
     }
 
@@ -211,16 +211,14 @@ impl Engine {
     pub fn has_work(&self) -> bool {
         match self {
             Engine::Vllm(c) => c.has_work(),
-            Engine::Sglang(c) => c.in_flight() > 0,
+            Engine::Sglang(c) => c.has_work(),
         }
     }
 
-    /// Whether the core waits for a held prompt's release before it can admit anything.
+    /// Whether the core has requests but waits for a release or an activation before it can
+    /// do anything with them.
     pub fn stalled(&self) -> bool {
-        match self {
-            Engine::Vllm(c) => !c.has_work() && c.in_flight() > 0,
-            Engine::Sglang(_) => false,
-        }
+        !self.has_work() && self.in_flight() > 0
     }
 
     /// Computes one forward pass starting at `now_ms`.

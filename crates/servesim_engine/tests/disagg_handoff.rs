@@ -55,23 +55,23 @@ fn held_blocks_serve_prefix_hits() {
 #[test]
 fn a_reservation_needs_room_and_a_running_slot() {
     let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 8, "max_num_seqs": 1}));
-    assert_eq!(e.reserve_destination(req(1, 16, 3)).unwrap(), Reservation::Reserved { resident_blocks: 0 });
-    assert_eq!(e.reserve_destination(req(2, 20, 3)).unwrap(), Reservation::NoRoom, "4 blocks free, 5 needed");
-    assert_eq!(e.reserve_destination(req(3, 40, 3)).unwrap(), Reservation::NeverFits);
+    assert_eq!(e.reserve_destination(req(1, 16, 3)), Reservation::Reserved { resident_blocks: 0 });
+    assert_eq!(e.reserve_destination(req(2, 20, 3)), Reservation::NoRoom, "4 blocks free, 5 needed");
+    assert_eq!(e.reserve_destination(req(3, 40, 3)), Reservation::NeverFits);
     assert!(!e.has_work(), "a reservation waits for its KV");
     assert!(e.activate(1));
     let out = e.step(0.0);
     assert_eq!(out.tokens, vec![1], "the transferred prompt decodes at once");
     // One request runs and max_num_seqs is 1: no reservation, even with room.
-    assert_eq!(e.reserve_destination(req(4, 4, 3)).unwrap(), Reservation::NoRoom);
+    assert_eq!(e.reserve_destination(req(4, 4, 3)), Reservation::NoRoom);
     e.check().unwrap();
 }
 
 #[test]
 fn reservations_are_admitted_in_reservation_order_once_their_kv_arrives() {
     let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 64, "max_num_seqs": 1}));
-    assert!(matches!(e.reserve_destination(req(1, 8, 2)).unwrap(), Reservation::Reserved { .. }));
-    assert!(matches!(e.reserve_destination(req(2, 8, 3)).unwrap(), Reservation::Reserved { .. }));
+    assert!(matches!(e.reserve_destination(req(1, 8, 2)), Reservation::Reserved { .. }));
+    assert!(matches!(e.reserve_destination(req(2, 8, 3)), Reservation::Reserved { .. }));
     // The second transfer lands first, and runs: the first is passed over, not waited for.
     assert!(e.activate(2));
     assert_eq!(e.step(0.0).tokens, vec![2]);
@@ -86,14 +86,44 @@ fn reservations_are_admitted_in_reservation_order_once_their_kv_arrives() {
 #[test]
 fn transferred_blocks_become_reusable_when_their_kv_arrives() {
     let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 64}));
-    assert_eq!(e.reserve_destination(shared(1, 16, 50)).unwrap(), Reservation::Reserved { resident_blocks: 0 });
+    assert_eq!(e.reserve_destination(shared(1, 16, 50)), Reservation::Reserved { resident_blocks: 0 });
     assert_eq!(
-        e.reserve_destination(shared(2, 16, 5)).unwrap(),
+        e.reserve_destination(shared(2, 16, 5)),
         Reservation::Reserved { resident_blocks: 0 },
         "request 1's blocks are still in transfer"
     );
     e.activate(1);
-    assert_eq!(e.reserve_destination(shared(3, 16, 5)).unwrap(), Reservation::Reserved { resident_blocks: 4 });
+    assert_eq!(e.reserve_destination(shared(3, 16, 5)), Reservation::Reserved { resident_blocks: 4 });
     e.check().unwrap();
 }
 
+
+#[test]
+fn an_sglang_prefill_worker_holds_its_pages_until_released() {
+    let mut e = engine(json!({"backend": "sglang", "worker_type": "prefill", "block_size": 4, "num_gpu_blocks": 6}));
+    e.submit(req(1, 16, 1));
+    assert_eq!(e.step(0.0).finished[0].id, 1);
+    assert_eq!(e.metrics().active_decode_blocks, 4, "the prompt's 4 pages stay held");
+    e.submit(req(2, 12, 1));
+    let out = e.step(0.0);
+    assert!(out.finished.is_empty() && out.admissions.is_empty());
+    assert!(e.stalled(), "room comes back only with the release");
+    e.release_source(1);
+    assert!(e.has_work());
+    assert_eq!(e.step(0.0).finished[0].id, 2);
+    e.check().unwrap();
+}
+
+#[test]
+fn an_sglang_decode_worker_reserves_pages_and_decodes_from_activation() {
+    let mut e = engine(json!({"backend": "sglang", "worker_type": "decode", "block_size": 4, "num_gpu_blocks": 8}));
+    assert_eq!(e.reserve_destination(shared(1, 16, 3)), Reservation::Reserved { resident_blocks: 0 });
+    assert_eq!(e.reserve_destination(req(2, 20, 3)), Reservation::NoRoom, "4 pages free, 5 needed");
+    assert_eq!(e.reserve_destination(req(3, 40, 3)), Reservation::NeverFits);
+    assert!(!e.has_work());
+    assert!(e.activate(1));
+    assert_eq!(e.step(0.0).tokens, vec![1], "its first decode pass emits its first token");
+    // Its prompt pages are cached now: a request with the same prompt shares them.
+    assert_eq!(e.reserve_destination(shared(4, 16, 3)), Reservation::Reserved { resident_blocks: 4 });
+    e.check().unwrap();
+}

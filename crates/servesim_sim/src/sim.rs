@@ -226,6 +226,11 @@ pub struct Simulation {
     scratch: Vec<u8>,
     /// Disaggregated serving: the prefill rank holding each request's prompt KV.
     source_rank: Vec<u32>,
+    /// SGLang hand-off order: the decode destination is reserved on arrival, before the
+    /// prefill (vLLM reserves it after). Then `destination` holds each request's decode
+    /// rank and the prefix blocks it had resident.
+    destination_first: bool,
+    destination: Vec<(u32, u32)>,
     /// Verify invariants after every pass (on in debug builds; tests turn it on).
     checks: bool,
     passes: u64,
@@ -252,6 +257,8 @@ impl Simulation {
             recorder: Recorder::new(cfg.timeseries_interval_ms),
             scratch: Default::default(),
             source_rank: Vec::new(),
+            destination_first: false,
+            destination: Vec::new(),
             checks: cfg!(debug_assertions),
             passes: 0,
             workload,
@@ -263,8 +270,12 @@ impl Simulation {
                 sim.add_pool(cfg, Role::Decode, &d.decode, d.num_decode_workers, cfg.router_config.decode_pool())?;
             }
         }
-        if cfg.disagg.is_some() {
+        if let Some(d) = &cfg.disagg {
             sim.source_rank = vec![u32::MAX; sim.workload.len()];
+            if d.decode.engine.backend == servesim_engine::Backend::Sglang {
+                sim.destination_first = true;
+                sim.destination = vec![(u32::MAX, 0); sim.workload.len()];
+            }
         }
         let (arrival_ms, order) = sim.workload.arrivals(cfg.arrival_speedup_ratio);
         for (i, row) in sim.workload.rows.iter().enumerate() {
@@ -415,6 +426,10 @@ impl Simulation {
                 break;
             }
             self.next_arrival += 1;
+            if self.destination_first {
+                self.request_destination(i, t);
+                continue;
+            }
             let p = &mut self.pools[0];
             if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
                 p.queued.push_back(i);
@@ -661,23 +676,46 @@ impl Simulation {
     /// Prefill finished: pick the decode rank, which reserves room (at once if idle, else at
     /// its next pass boundary) before the KV transfer starts.
     fn hand_over(&mut self, i: u32, t: f64) {
-        let decode_pool = self.pools.len() - 1;
-        let req = self.workload.request(i as usize, i as u64);
-        let p = &mut self.pools[decode_pool];
-        let blocks = req.prompt.len().div_ceil(p.block_size);
-        if blocks > p.args.num_gpu_blocks {
+        if self.destination_first {
+            // Reserved before the prefill: the KV starts moving now.
+            let (rank, resident) = self.destination[i as usize];
+            let prompt_len = self.workload.rows[i as usize].input_length;
+            self.start_transfer(i, rank as usize, t, prompt_len, resident);
+            return;
+        }
+        if let Some(why) = self.never_fits_decode(i) {
             // No decode worker could ever hold it: the hand-off fails at once.
-            let why = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.args.num_gpu_blocks);
             self.finish_request(i, Status::Rejected, Some(why));
             let source = self.source_rank[i as usize] as usize;
             self.ranks[source].engine.release_source(i as u64);
             return;
         }
+        self.request_destination(i, t);
+    }
+
+    /// Why no decode worker's pool can ever hold request `i`'s prompt, if none can.
+    fn never_fits_decode(&self, i: u32) -> Option<String> {
+        let p = &self.pools[self.pools.len() - 1];
+        let blocks = self.workload.rows[i as usize].input_length.div_ceil(p.block_size);
+        (blocks > p.args.num_gpu_blocks).then(|| format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.args.num_gpu_blocks))
+    }
+
+    /// Picks request `i`'s decode rank, which takes its reservation in order, one per wake:
+    /// a busy rank at its pass boundary; an idle one, woken by this request, at once (the
+    /// oldest waiting one).
+    fn request_destination(&mut self, i: u32, t: f64) {
+        if self.destination_first {
+            if let Some(why) = self.never_fits_decode(i) {
+                self.finish_request(i, Status::Rejected, Some(why));
+                return;
+            }
+        }
+        let decode_pool = self.pools.len() - 1;
+        let req = self.workload.request(i as usize, i as u64);
+        let p = &mut self.pools[decode_pool];
         let (hashes, full) = prompt_hashes(&req, p.block_size, &mut self.scratch);
         let placement = p.router.route(&RouteQuery { id: i as u64, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full });
         let rank = p.rank_of(placement.target);
-        // Reservations are taken in order, one per wake of the rank: a busy rank takes them at
-        // its pass boundary; an idle one is woken by this request and takes the oldest.
         self.ranks[rank].reservations.push(i);
         if !self.busy(rank) {
             self.take_reservations(rank, 1, t);
@@ -716,11 +754,17 @@ impl Simulation {
         let req = self.workload.request(i as usize, i as u64);
         let prompt_len = req.prompt.len();
         let resident = match self.ranks[rank].engine.reserve_destination(req) {
-            Ok(Reservation::Reserved { resident_blocks }) => resident_blocks,
-            Ok(Reservation::NoRoom) => return false,
-            Ok(Reservation::NeverFits) | Err(_) => 0,
+            Reservation::Reserved { resident_blocks } => resident_blocks,
+            Reservation::NoRoom => return false,
+            Reservation::NeverFits => 0,
         };
-        self.start_transfer(i, rank, t, prompt_len, resident);
+        if self.destination_first {
+            // The prefill starts only now.
+            self.destination[i as usize] = (rank as u32, resident);
+            self.route(0, i);
+        } else {
+            self.start_transfer(i, rank, t, prompt_len, resident);
+        }
         true
     }
 

@@ -63,8 +63,8 @@ impl SimConfig {
             if d.prefill.engine.block_size() != d.decode.engine.block_size() {
                 return Err(SimError::new("prefill and decode engines must use the same block_size"));
             }
-            if d.decode.engine.backend != servesim_engine::Backend::Vllm {
-                return Err(SimError::new("disaggregated serving is only supported with the vllm backend"));
+            if d.prefill.engine.backend != d.decode.engine.backend {
+                return Err(SimError::new("prefill and decode engines must use the same backend"));
             }
         }
         if !(self.timeseries_interval_ms.is_finite() && self.timeseries_interval_ms > 0.0) {

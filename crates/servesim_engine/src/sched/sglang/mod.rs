@@ -13,6 +13,7 @@
 //! (`decode.rs`), so that every other request completes.
 
 mod decode;
+mod handoff;
 mod policy;
 mod prefill_batch;
 mod request;
@@ -24,7 +25,7 @@ use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
 use crate::sequence::Request;
 use request::SgRequest;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 #[derive(Clone, Debug)]
 struct Config {
@@ -74,6 +75,15 @@ pub struct SglangCore {
     refused: Vec<u32>,
     ratio: TokenRatio,
     retractions_total: u64,
+    /// A prefill worker's finished prompts whose pages it still holds: id → slot.
+    held: HashMap<u64, u32>,
+    /// A decode worker's reservations whose KV is on its way: id → slot.
+    reserved: HashMap<u64, u32>,
+    /// Reservations whose KV arrived, waiting for room in the running batch.
+    arrived: VecDeque<u32>,
+    /// Nothing runs and the waiting head needs pages that held prompts or reservations
+    /// occupy: no pass can do anything until a release or an activation.
+    stalled: bool,
     scratch: (Vec<u32>, Vec<u8>),
     out: PassOutput,
 }
@@ -106,14 +116,26 @@ impl SglangCore {
             running: Vec::new(),
             refused: Vec::new(),
             retractions_total: 0,
+            held: HashMap::new(),
+            reserved: HashMap::new(),
+            arrived: VecDeque::new(),
+            stalled: false,
             scratch: (Vec::new(), Vec::new()),
             out: PassOutput::default(),
         })
     }
 
     pub fn submit(&mut self, req: Request) {
-        let r = SgRequest::new(req);
-        let slot = match self.free_slots.pop() {
+        let slot = self.slot_for(SgRequest::new(req));
+        if self.never_fits(slot).is_some() {
+            self.refused.push(slot);
+        } else {
+            self.waiting.push_back(slot);
+        }
+    }
+
+    fn slot_for(&mut self, r: SgRequest) -> u32 {
+        match self.free_slots.pop() {
             Some(s) => {
                 self.reqs[s as usize] = Some(r);
                 s
@@ -122,20 +144,17 @@ impl SglangCore {
                 self.reqs.push(Some(r));
                 (self.reqs.len() - 1) as u32
             }
-        };
-        if self.never_fits(slot).is_some() {
-            self.refused.push(slot);
-        } else {
-            self.waiting.push_back(slot);
         }
     }
 
-    /// Disaggregated serving runs on the vLLM core only (the harness refuses SGLang pools),
-    /// so an SGLang prefill worker never holds a source.
-    pub fn release_source(&mut self, _id: u64) {}
+    /// Whether a pass now would do anything (nothing can start while the pool's room is
+    /// held by finished prompts or reservations awaiting their KV).
+    pub fn has_work(&self) -> bool {
+        !self.running.is_empty() || !self.refused.is_empty() || !self.arrived.is_empty() || !self.waiting.is_empty() && !self.stalled
+    }
 
     pub fn in_flight(&self) -> usize {
-        self.waiting.len() + self.running.len() + self.refused.len()
+        self.waiting.len() + self.running.len() + self.refused.len() + self.arrived.len()
     }
 
     /// Why request `s` can never finish in this pool, if it cannot: its prompt and output
@@ -186,11 +205,15 @@ impl SglangCore {
             let reason = self.never_fits(s).expect("refused for a reason");
             self.finish(s, Outcome::Unschedulable(reason));
         }
+        self.join_arrived();
         policy::reorder_waiting(self);
         let batch = prefill_batch::form(self);
         if batch.is_empty() {
             if !self.running.is_empty() {
                 decode::decode_pass(self);
+            } else if !(self.held.is_empty() && self.reserved.is_empty()) {
+                // Held prompts and reservations free or fill their pages later.
+                self.stalled = true;
             } else if let Some(s) = self.waiting.pop_front() {
                 // Nothing runs and the head of the queue cannot start: the pool is as empty
                 // as it will ever be, so it never will (the reference aborts the replay).
@@ -258,11 +281,21 @@ impl SglangCore {
 
     /// A request that got its last token: cache its full pages, release the rest.
     fn complete(&mut self, s: u32) {
-        self.cache_materialized(s);
+        // A prefill worker caches a finished prompt only when it lets it go.
+        if self.cfg.worker_type != WorkerType::Prefill {
+            self.cache_materialized(s);
+        }
         self.finish(s, Outcome::Completed);
     }
 
     fn finish(&mut self, s: u32, outcome: Outcome) {
+        if outcome == Outcome::Completed && self.cfg.worker_type == WorkerType::Prefill {
+            // Its pages stay held for the transfer to the decode side.
+            self.hold(s);
+            let id = self.req(s).seq.id;
+            self.out.finished.push(Finished { id, outcome, steady_tokens: 0 });
+            return;
+        }
         self.release(s);
         let r = self.reqs[s as usize].take().expect("live request");
         self.free_slots.push(s);
@@ -273,6 +306,8 @@ impl SglangCore {
         let mut all: Vec<u32> = self.running.drain(..).collect();
         all.extend(self.waiting.drain(..));
         all.append(&mut self.refused);
+        all.extend(self.reserved.drain().map(|(_, s)| s));
+        all.extend(self.arrived.drain(..));
         let mark = self.out.finished.len();
         for s in all {
             self.finish(s, Outcome::Unschedulable(reason.to_string()));

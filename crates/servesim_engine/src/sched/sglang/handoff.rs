@@ -1,0 +1,88 @@
+//! Disaggregated serving on the SGLang core. A prefill worker holds a finished prompt's pages
+//! (locked in the radix tree) until the harness releases them; a decode worker reserves pages
+//! for a prompt before its KV arrives (sharing the prefix it has cached) and decodes it from
+//! the pass after its activation.
+
+use super::request::SgRequest;
+use super::SglangCore;
+use crate::sched::vllm::Reservation;
+use crate::sequence::Request;
+
+impl SglangCore {
+    /// Keeps a prefill worker's completed request and its pages until `release_source`.
+    pub(super) fn hold(&mut self, s: u32) {
+        let id = self.req(s).seq.id;
+        self.held.insert(id, s);
+    }
+
+    /// Frees the pages a prefill worker held for request `id`: its full pages enter the
+    /// radix tree only now (unlocked), the rest return to the pool.
+    pub fn release_source(&mut self, id: u64) {
+        if let Some(s) = self.held.remove(&id) {
+            self.cache_materialized(s);
+            self.release(s);
+            self.reqs[s as usize] = None;
+            self.free_slots.push(s);
+            self.stalled = false;
+        }
+    }
+
+    /// Takes pages for a prompt about to be transferred: its cached prefix is locked, the
+    /// rest taken from the pool (evicting if needed). It runs from its activation on.
+    pub fn reserve_destination(&mut self, req: Request) -> Reservation {
+        if self.ceil_page(req.prompt.len()) as u64 > self.pool_tokens() {
+            return Reservation::NeverFits;
+        }
+        if self.running.len() >= self.cfg.max_running {
+            return Reservation::NoRoom;
+        }
+        let id = req.id;
+        let s = self.slot_for(SgRequest::new(req));
+        let page = self.cfg.page;
+        let len = self.req(s).seq.len();
+        let pages = if self.cfg.prefix_caching { len / page } else { 0 };
+        let keys = self.page_hashes(s, 0, pages);
+        let (node, matched) = self.cache.match_and_touch(keys.iter().map(|k| k.0));
+        let fresh = len.div_ceil(page) - matched;
+        // The matched prefix is locked first, so eviction cannot take it.
+        self.cache.lock(node);
+        if self.cache.free_pages() + self.cache.evictable_pages() < fresh {
+            self.cache.unlock(node);
+            self.reqs[s as usize] = None;
+            self.free_slots.push(s);
+            return Reservation::NoRoom;
+        }
+        let free = self.cache.free_pages();
+        if free < fresh {
+            self.cache.evict(fresh - free);
+        }
+        let ok = self.cache.take_private(fresh);
+        debug_assert!(ok, "room was checked");
+        let r = self.req_mut(s);
+        r.node = node;
+        r.tree_pages = matched;
+        r.private_pages = fresh;
+        r.seq.num_computed = len;
+        r.seq.prefilled = true;
+        self.reserved.insert(id, s);
+        Reservation::Reserved { resident_blocks: matched }
+    }
+
+    /// The KV of reservation `id` arrived: its full pages enter the cache and it queues to
+    /// join the running batch. False if nothing was reserved for it.
+    pub fn activate(&mut self, id: u64) -> bool {
+        let Some(s) = self.reserved.remove(&id) else { return false };
+        self.cache_materialized(s);
+        self.arrived.push_back(s);
+        self.stalled = false;
+        true
+    }
+
+    /// Activated requests join the running batch, in order, while it has room.
+    pub(super) fn join_arrived(&mut self) {
+        while self.running.len() < self.cfg.max_running {
+            let Some(s) = self.arrived.pop_front() else { break };
+            self.running.push(s);
+        }
+    }
+}
