@@ -6,7 +6,6 @@ use crate::args::{ArgsError, Backend, EngineArgs};
 use crate::kv::KvEvent;
 use crate::metrics::RankMetrics;
 use crate::sched::sglang::SglangCore;
-pub use crate::sched::vllm::Reservation;
 use crate::sched::vllm::VllmCore;
 use crate::sequence::Request;
 use std::time::Duration;
@@ -108,6 +107,17 @@ impl PassOutput {
 
 }
 
+/// What a decode destination did with a reservation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reservation {
+    /// Blocks allocated, sharing this many resident prefix blocks.
+    Reserved { resident_blocks: u32 },
+    /// Not enough free blocks now; nothing done.
+    NoRoom,
+    /// The prompt is larger than the pool.
+    NeverFits,
+}
+
 /// One engine core (one data-parallel rank).
 #[derive(Debug)]
 pub enum Engine {
@@ -157,18 +167,6 @@ impl Engine {
         match self {
             Engine::Vllm(c) => c.submit(req),
             Engine::Sglang(c) => c.submit(req),
-        }
-    }
-
-    /// Submits a request whose prompt KV arrived from a prefill worker (disaggregated
-    /// serving): the core reserves its blocks and decodes it, with no prefill work.
-    pub fn submit_prefilled(&mut self, req: Request) -> Result<(), ArgsError> {
-        match self {
-            Engine::Vllm(c) => {
-                c.submit_prefilled(req);
-                Ok(())
-            }
-            _ => Err(ArgsError("disaggregated decode is only supported by the vllm backend".into())),
         }
     }
 

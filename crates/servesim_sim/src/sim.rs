@@ -501,13 +501,8 @@ impl Simulation {
     /// scheduler command, so a busy prefill rank frees it at its next boundary).
     fn activate(&mut self, i: u32, rank: usize) {
         self.collector.records[i as usize].worker = self.ranks[rank].worker;
-        if !self.ranks[rank].engine.activate(i as u64) {
-            // Never reserved (larger than the pool): admission refuses it.
-            let req = self.workload.request(i as usize, i as u64);
-            if let Err(e) = self.ranks[rank].engine.submit_prefilled(req) {
-                self.finish_request(i, Status::Unschedulable, Some(e.0));
-            }
-        }
+        let reserved = self.ranks[rank].engine.activate(i as u64);
+        debug_assert!(reserved, "a transfer goes only to a reservation");
         let source = self.source_rank[i as usize] as usize;
         if self.busy(source) {
             self.ranks[source].releases.push(i);
@@ -683,34 +678,31 @@ impl Simulation {
             self.start_transfer(i, rank as usize, t, prompt_len, resident);
             return;
         }
-        if let Some(why) = self.never_fits_decode(i) {
-            // No decode worker could ever hold it: the hand-off fails at once.
-            self.finish_request(i, Status::Rejected, Some(why));
-            let source = self.source_rank[i as usize] as usize;
-            self.ranks[source].engine.release_source(i as u64);
-            return;
-        }
         self.request_destination(i, t);
     }
 
-    /// Why no decode worker's pool can ever hold request `i`'s prompt, if none can.
-    fn never_fits_decode(&self, i: u32) -> Option<String> {
+    /// No decode worker's pool can ever hold request `i`'s prompt: the hand-off fails at
+    /// once (and the prefill rank, if it holds the prompt, lets it go).
+    fn fail_hand_off(&mut self, i: u32) {
         let p = &self.pools[self.pools.len() - 1];
         let blocks = self.workload.rows[i as usize].input_length.div_ceil(p.block_size);
-        (blocks > p.args.num_gpu_blocks).then(|| format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.args.num_gpu_blocks))
+        let why = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.args.num_gpu_blocks);
+        self.finish_request(i, Status::Rejected, Some(why));
+        if let Some(&source) = self.source_rank.get(i as usize).filter(|&&r| r != u32::MAX) {
+            self.ranks[source as usize].engine.release_source(i as u64);
+        }
     }
 
     /// Picks request `i`'s decode rank, which takes its reservation in order, one per wake:
     /// a busy rank at its pass boundary; an idle one, woken by this request, at once (the
     /// oldest waiting one).
     fn request_destination(&mut self, i: u32, t: f64) {
-        if self.destination_first {
-            if let Some(why) = self.never_fits_decode(i) {
-                self.finish_request(i, Status::Rejected, Some(why));
-                return;
-            }
-        }
         let decode_pool = self.pools.len() - 1;
+        let p = &self.pools[decode_pool];
+        if self.workload.rows[i as usize].input_length.div_ceil(p.block_size) > p.args.num_gpu_blocks {
+            self.fail_hand_off(i);
+            return;
+        }
         let req = self.workload.request(i as usize, i as u64);
         let p = &mut self.pools[decode_pool];
         let (hashes, full) = prompt_hashes(&req, p.block_size, &mut self.scratch);
@@ -756,7 +748,10 @@ impl Simulation {
         let resident = match self.ranks[rank].engine.reserve_destination(req) {
             Reservation::Reserved { resident_blocks } => resident_blocks,
             Reservation::NoRoom => return false,
-            Reservation::NeverFits => 0,
+            Reservation::NeverFits => {
+                self.fail_hand_off(i);
+                return true;
+            }
         };
         if self.destination_first {
             // The prefill starts only now.

@@ -3,7 +3,7 @@
 //! with recompute. Rules and their evidence: `shared/reference/verified-vllm.md`.
 
 use crate::args::{ArgsError, EngineArgs, KvManager, PreemptionMode, WorkerType};
-use crate::engine::{Admission, Finished, Outcome, PassOutput};
+use crate::engine::{Admission, Finished, Outcome, PassOutput, Reservation};
 use crate::kv::kvbm::pool::KvbmPool;
 use crate::kv::{BlockPool, EventSink, Pool, SlotId};
 use crate::metrics::RankMetrics;
@@ -51,17 +51,6 @@ impl Chunk {
     fn has_prompt(&self) -> bool {
         self.prompt_after > self.prompt_before
     }
-}
-
-/// What a decode destination did with a reservation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reservation {
-    /// Blocks allocated, sharing this many resident prefix blocks.
-    Reserved { resident_blocks: u32 },
-    /// Not enough free blocks now; nothing done.
-    NoRoom,
-    /// The prompt is larger than the pool.
-    NeverFits,
 }
 
 enum Scheduled {
@@ -166,14 +155,6 @@ impl VllmCore {
                 (self.seqs.len() - 1) as u32
             }
         }
-    }
-
-    /// Queues a request whose prompt KV was computed elsewhere; admission allocates its
-    /// blocks and it decodes with no prefill work.
-    pub fn submit_prefilled(&mut self, req: Request) {
-        self.submit(req);
-        let s = *self.waiting.back().expect("just submitted");
-        self.seq_mut(s).prefilled = true;
     }
 
     /// A decode destination takes room for a prompt about to be transferred: its blocks are
@@ -334,7 +315,7 @@ impl VllmCore {
                 self.finish(s, Outcome::Rejected(reason));
                 continue;
             }
-            if self.seq(s).admissions == 0 && !self.seq(s).blocks.is_empty() {
+            if self.seq(s).prefilled && self.seq(s).admissions == 0 {
                 // Activated after a reservation: its blocks are in place and its KV arrived.
                 self.waiting.remove(k);
                 self.running.push(s);
@@ -472,9 +453,7 @@ impl VllmCore {
     fn schedule(&mut self, s: u32, hit: Option<&PrefixHit>, budget: &mut u64, preempted: &mut bool) -> Scheduled {
         let from_waiting = hit.is_some();
         let seq = self.seq(s);
-        // A transferred prompt is present in full on first admission: nothing to compute.
         let cached = match hit {
-            Some(_) if seq.prefilled && seq.admissions == 0 => seq.len(),
             Some(h) if seq.num_computed == 0 => h.cached_tokens,
             _ => 0,
         };

@@ -5,14 +5,16 @@
 
 use super::request::SgRequest;
 use super::SglangCore;
-use crate::sched::vllm::Reservation;
+use crate::engine::{Finished, Outcome, Reservation};
 use crate::sequence::Request;
 
 impl SglangCore {
-    /// Keeps a prefill worker's completed request and its pages until `release_source`.
+    /// Completes a prefill worker's request but keeps it and its pages (uncached: the prompt
+    /// enters the radix tree only on `release_source`).
     pub(super) fn hold(&mut self, s: u32) {
         let id = self.req(s).seq.id;
         self.held.insert(id, s);
+        self.out.finished.push(Finished { id, outcome: Outcome::Completed, steady_tokens: 0 });
     }
 
     /// Frees the pages a prefill worker held for request `id`: its full pages enter the
@@ -63,7 +65,6 @@ impl SglangCore {
         r.tree_pages = matched;
         r.private_pages = fresh;
         r.seq.num_computed = len;
-        r.seq.prefilled = true;
         self.reserved.insert(id, s);
         Reservation::Reserved { resident_blocks: matched }
     }

@@ -281,21 +281,16 @@ impl SglangCore {
 
     /// A request that got its last token: cache its full pages, release the rest.
     fn complete(&mut self, s: u32) {
-        // A prefill worker caches a finished prompt only when it lets it go.
-        if self.cfg.worker_type != WorkerType::Prefill {
-            self.cache_materialized(s);
+        if self.cfg.worker_type == WorkerType::Prefill {
+            // Its pages stay held for the transfer to the decode side.
+            self.hold(s);
+            return;
         }
+        self.cache_materialized(s);
         self.finish(s, Outcome::Completed);
     }
 
     fn finish(&mut self, s: u32, outcome: Outcome) {
-        if outcome == Outcome::Completed && self.cfg.worker_type == WorkerType::Prefill {
-            // Its pages stay held for the transfer to the decode side.
-            self.hold(s);
-            let id = self.req(s).seq.id;
-            self.out.finished.push(Finished { id, outcome, steady_tokens: 0 });
-            return;
-        }
         self.release(s);
         let r = self.reqs[s as usize].take().expect("live request");
         self.free_slots.push(s);
