@@ -196,6 +196,15 @@ impl Engine {
         }
     }
 
+    /// Whether requests wait for a reservation on this rank. While they do, only requests
+    /// whose KV is already in place join the batch (both schedulers).
+    pub fn set_destinations_pending(&mut self, pending: bool) {
+        match self {
+            Engine::Vllm(c) => c.set_destinations_pending(pending),
+            Engine::Sglang(c) => c.set_destinations_pending(pending),
+        }
+    }
+
     /// Requests held (waiting or running).
     pub fn in_flight(&self) -> usize {
         match self {

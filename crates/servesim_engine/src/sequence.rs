@@ -157,6 +157,11 @@ impl Sequence {
         self.num_computed == self.len()
     }
 
+    /// Transferred here and not yet admitted: its prompt's KV fills its reserved blocks.
+    pub fn kv_in_place(&self) -> bool {
+        self.prefilled && self.admissions == 0 && !self.kv_pending
+    }
+
     pub fn generation_done(&self) -> bool {
         self.generated >= self.max_output
     }

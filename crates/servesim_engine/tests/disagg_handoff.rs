@@ -98,6 +98,59 @@ fn transferred_blocks_become_reusable_when_their_kv_arrives() {
 }
 
 
+/// A decode rank (4-token blocks, `blocks` of them) running requests 1 and 2 (8-token
+/// prompts) with request 3 reserved, where request 2 was preempted and request 3's KV has
+/// arrived: the queue is [2 (needs 3 blocks), 3 (in place)].
+fn preempted_head_and_transferred_follower(blocks: u32) -> Engine {
+    let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": blocks}));
+    for id in [1, 2] {
+        assert!(matches!(e.reserve_destination(req(id, 8, 20)), Reservation::Reserved { .. }));
+        assert!(e.activate(id));
+    }
+    assert_eq!(e.step(0.0).tokens, vec![1, 2]);
+    assert!(matches!(e.reserve_destination(req(3, 8, 5)), Reservation::Reserved { .. }));
+    // Both now need a third block; only one is free: request 2, last in, preempts itself.
+    assert_eq!(e.step(0.0).preempted, vec![2]);
+    assert!(e.activate(3));
+    e
+}
+
+#[test]
+fn while_reservations_wait_only_transferred_requests_join() {
+    let mut e = preempted_head_and_transferred_follower(7);
+    // Nobody waits for a reservation: the queue is FIFO and its head does not fit.
+    e.set_destinations_pending(false);
+    assert!(e.step(0.0).admissions.is_empty(), "request 3 waits behind request 2");
+    // A prompt waits for room here: request 3, whose blocks are in place, joins past the
+    // head; request 2 would take room the reservation waits for.
+    e.set_destinations_pending(true);
+    let out = e.step(0.0);
+    assert_eq!(out.admissions.iter().map(|a| a.id).collect::<Vec<_>>(), vec![3]);
+    e.check().unwrap();
+}
+
+#[test]
+fn with_nothing_running_a_transferred_request_goes_past_a_blocked_head() {
+    // 1 finishes; then nothing runs, request 2 (preempted) cannot fit, and request 3 holds
+    // the blocks it needs: request 3 runs rather than both waiting for ever.
+    let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 5}));
+    assert!(matches!(e.reserve_destination(req(1, 16, 3)), Reservation::Reserved { .. }));
+    assert!(matches!(e.reserve_destination(req(2, 4, 10)), Reservation::Reserved { .. }));
+    assert!(e.activate(2));
+    assert_eq!(e.step(0.0).tokens, vec![2]);
+    assert_eq!(e.step(0.0).preempted, vec![2], "its second block is request 1's");
+    assert!(e.activate(1));
+    let out = e.step(0.0);
+    assert_eq!(out.admissions.iter().map(|a| a.id).collect::<Vec<_>>(), vec![1]);
+    assert!(out.finished.is_empty(), "request 2 waits; it is not unschedulable");
+    while e.has_work() {
+        e.step(0.0);
+    }
+    assert_eq!(e.in_flight(), 0, "both finish");
+    e.check().unwrap();
+}
+
+
 #[test]
 fn an_sglang_prefill_worker_holds_its_pages_until_released() {
     let mut e = engine(json!({"backend": "sglang", "worker_type": "prefill", "block_size": 4, "num_gpu_blocks": 6}));

@@ -442,8 +442,14 @@ impl Simulation {
     /// Every idle worker with work starts a pass at `t`.
     fn start_epochs(&mut self, t: f64) {
         for w in 0..self.workers.len() {
-            let idle = !self.workers[w].busy;
-            if idle && self.workers[w].ranks.clone().any(|r| self.ranks[r].engine.has_work()) {
+            if self.workers[w].busy {
+                continue;
+            }
+            for r in self.workers[w].ranks.clone() {
+                let rank = &mut self.ranks[r];
+                rank.engine.set_destinations_pending(!rank.reservations.is_empty());
+            }
+            if self.workers[w].ranks.clone().any(|r| self.ranks[r].engine.has_work()) {
                 self.start_epoch(w, t);
             }
         }
@@ -601,9 +607,7 @@ impl Simulation {
         self.pools[pool].router.apply_events(target, &out.kv_events);
         self.collector.committed_prefill_tokens += out.committed_prefill_tokens;
         for a in &out.admissions {
-            // The prompt's reuse is the prefill side's; decode admissions only count re-runs.
-            let reused = (role != Role::Decode).then_some(a.reused_tokens);
-            self.collector.admit(a.id as u32, reused, a.readmission);
+            self.collector.admit(a.id as u32, a.reused_tokens, role == Role::Decode, a.readmission);
         }
         let prev_end = std::mem::replace(&mut self.ranks[r].last_pass_end_ms, t);
         if role != Role::Prefill {
@@ -698,15 +702,16 @@ impl Simulation {
     /// oldest waiting one).
     fn request_destination(&mut self, i: u32, t: f64) {
         let decode_pool = self.pools.len() - 1;
-        let p = &self.pools[decode_pool];
-        if self.workload.rows[i as usize].input_length.div_ceil(p.block_size) > p.args.num_gpu_blocks {
-            self.fail_hand_off(i);
-            return;
-        }
         let req = self.workload.request(i as usize, i as u64);
         let p = &mut self.pools[decode_pool];
         let (hashes, full) = prompt_hashes(&req, p.block_size, &mut self.scratch);
         let placement = p.router.route(&RouteQuery { id: i as u64, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full });
+        // A prompt no decode pool holds fails only once routed (a round-robin turn is spent).
+        if req.prompt.len().div_ceil(p.block_size) > p.args.num_gpu_blocks {
+            p.router.free(i as u64);
+            self.fail_hand_off(i);
+            return;
+        }
         let rank = p.rank_of(placement.target);
         self.ranks[rank].reservations.push(i);
         if !self.busy(rank) {

@@ -86,7 +86,10 @@ pub struct VllmCore {
     held: HashMap<u64, Vec<SlotId>>,
     /// A decode worker's reservations whose transfers are under way: request id → slot.
     reserved: HashMap<u64, u32>,
-    /// How many of `waiting` are those reservations.
+    /// Requests wait for a reservation here (the harness keeps them): until they have one,
+    /// only requests whose KV is already in place may join the batch.
+    destinations_pending: bool,
+    /// How many of `waiting` are reservations whose KV is still on the way.
     pending_kv: usize,
     /// Nothing runs and the waiting head needs blocks that held prompts or reservations
     /// occupy: no pass can do anything until a release or an activation.
@@ -133,6 +136,7 @@ impl VllmCore {
             done: Vec::new(),
             held: HashMap::new(),
             reserved: HashMap::new(),
+            destinations_pending: false,
             pending_kv: 0,
             stalled: false,
             out: PassOutput::default(),
@@ -190,8 +194,8 @@ impl VllmCore {
         // Its own blocks become cache-visible when its KV arrives (`activate`).
         seq.visible = resident;
         seq.num_computed = len;
-        // It queues now, passed over until its KV arrives (so requests are admitted in the
-        // order of their reservations).
+        // It queues now, passed over until its KV arrives: requests are admitted in the
+        // order of their reservations.
         self.reserved.insert(id, s);
         self.seq_mut(s).kv_pending = true;
         self.waiting.push_back(s);
@@ -231,7 +235,13 @@ impl VllmCore {
 
     /// Whether a pass now would do anything.
     pub fn has_work(&self) -> bool {
-        !self.running.is_empty() || self.waiting.len() > self.pending_kv && !self.stalled
+        !self.running.is_empty()
+            || !self.stalled
+                && if self.destinations_pending {
+                    self.waiting.iter().any(|&s| self.seq(s).kv_in_place())
+                } else {
+                    self.waiting.len() > self.pending_kv
+                }
     }
 
     fn seq(&self, s: u32) -> &Sequence {
@@ -300,28 +310,48 @@ impl VllmCore {
         &self.out
     }
 
+    /// Reservations wait for room on this rank (or none do).
+    pub fn set_destinations_pending(&mut self, pending: bool) {
+        self.destinations_pending = pending;
+    }
+
+    fn join(&mut self, s: u32) {
+        self.running.push(s);
+        let seq = self.seqs[s as usize].as_mut().expect("live sequence");
+        seq.admissions = 1;
+        self.out.admissions.push(Admission { id: seq.id, reused_tokens: 0, readmission: false });
+    }
+
     fn admit_waiting(&mut self, budget: &mut u64) {
         let mut unused = false;
-        // The queue is FIFO, but a reservation whose KV has not arrived is passed over.
-        let mut k = 0;
         while self.running.len() < self.cfg.max_num_seqs {
-            let Some(&s) = self.waiting.get(k) else { break };
-            if self.seq(s).kv_pending {
-                k += 1;
-                continue;
-            }
+            // While reservations wait for room, only requests whose KV is in place may join,
+            // from anywhere in the queue: the others would take the room the reservations wait for.
+            let k = if self.destinations_pending {
+                match self.waiting.iter().position(|&s| self.seq(s).kv_in_place()) {
+                    Some(k) => k,
+                    None => break,
+                }
+            } else {
+                // The FIFO head, passing over reservations whose KV has not arrived.
+                match self.waiting.iter().position(|&s| !self.seq(s).kv_pending) {
+                    Some(k) => k,
+                    None => break,
+                }
+            };
+            let s = self.waiting[k];
             if let Some(reason) = self.rejection(s) {
                 self.waiting.remove(k);
                 self.finish(s, Outcome::Rejected(reason));
                 continue;
             }
-            if self.seq(s).prefilled && self.seq(s).admissions == 0 {
-                // Activated after a reservation: its blocks are in place and its KV arrived.
+            if self.seq(s).kv_in_place() {
+                // Its blocks are reserved and hold its prompt: no admission check, no tokens.
                 self.waiting.remove(k);
-                self.running.push(s);
-                let seq = self.seqs[s as usize].as_mut().expect("live sequence");
-                seq.admissions = 1;
-                self.out.admissions.push(Admission { id: seq.id, reused_tokens: 0, readmission: false });
+                self.join(s);
+                if *budget == 0 {
+                    break;
+                }
                 continue;
             }
             let hit = self.prefix_hit(s);
@@ -341,21 +371,32 @@ impl VllmCore {
                 self.out.admissions.push(admission);
                 continue;
             }
-            // The head blocks everyone behind it. With nothing running and nothing held, the
-            // pool is empty and the budget whole, so nothing will ever change: the head can
-            // never run. Held prompts free their blocks when their transfers are done, and
-            // reservations turn into running requests when theirs are.
-            if self.running.is_empty() && !(self.held.is_empty() && self.reserved.is_empty()) {
+            // The head blocks everyone behind it while anything runs.
+            if !self.running.is_empty() {
+                break;
+            }
+            // Nothing runs: transferred requests queued behind the head hold blocks that only
+            // they can free, so they go first (measured on the reference: such a request is
+            // admitted past a blocked preempted head).
+            if let Some(j) = self.waiting.iter().position(|&w| self.seq(w).kv_in_place()) {
+                let s = self.waiting.remove(j).expect("in the queue");
+                self.join(s);
+                if *budget == 0 {
+                    break;
+                }
+                continue;
+            }
+            // Held prompts free their blocks when their transfers are done, and reservations
+            // turn into running requests when theirs are.
+            if !(self.held.is_empty() && self.reserved.is_empty()) {
                 self.stalled = true;
                 break;
             }
-            if self.running.is_empty() {
-                let reason = self.unschedulable_reason(s);
-                self.waiting.remove(k);
-                self.finish(s, Outcome::Unschedulable(reason));
-                continue;
-            }
-            break;
+            // Nothing runs or holds blocks: the pool is empty and the budget whole, so
+            // nothing will ever change and the head can never run.
+            let reason = self.unschedulable_reason(s);
+            self.waiting.remove(k);
+            self.finish(s, Outcome::Unschedulable(reason));
         }
     }
 

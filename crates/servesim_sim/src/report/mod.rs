@@ -34,9 +34,13 @@ pub struct RequestRecord {
     pub ttst_ms: Option<f64>,
     pub end_ms: Option<f64>,
     pub input_length: u32,
-    /// Best reuse over all admissions (can exceed the prompt after a preemption).
+    /// Best reuse over all admissions that computed the prompt (can exceed the prompt
+    /// after a preemption). Disaggregated, those are the prefill side's.
     pub reused_input_tokens: u32,
     pub first_admission_reused_tokens: Option<u32>,
+    /// Disaggregated: best reuse over the decode side's re-admissions after a preemption
+    /// (the summary's reuse ratio counts them; the per-request figure does not).
+    pub decode_reused_tokens: u32,
     pub admissions: u32,
     /// Admissions after a preemption or retraction.
     pub readmissions: u32,
@@ -69,6 +73,7 @@ impl Collector {
             output_tokens: 0,
             reused_input_tokens: 0,
             first_admission_reused_tokens: None,
+            decode_reused_tokens: 0,
             admissions: 0,
             readmissions: 0,
             status: Status::Pending,
@@ -80,11 +85,16 @@ impl Collector {
 
     /// An admission; `reused` counts towards the request's reuse (decode-pool admissions of
     /// disaggregated serving pass None: the prompt's reuse is the prefill worker's).
-    pub fn admit(&mut self, i: u32, reused: Option<u32>, readmission: bool) {
+    /// An admission reusing `reused` cached tokens, on a decode worker (`decode_side`) or
+    /// on a worker that computes prompts.
+    pub fn admit(&mut self, i: u32, reused: u32, decode_side: bool, readmission: bool) {
         let r = &mut self.records[i as usize];
         r.admissions += 1;
         r.readmissions += readmission as u32;
-        let Some(reused) = reused else { return };
+        if decode_side {
+            r.decode_reused_tokens = r.decode_reused_tokens.max(reused);
+            return;
+        }
         r.reused_input_tokens = r.reused_input_tokens.max(reused);
         r.first_admission_reused_tokens.get_or_insert(reused);
     }
@@ -155,7 +165,7 @@ impl Collector {
             completed += 1;
             input += r.input_length as u64;
             output += r.output_tokens as u64;
-            reused += r.reused_input_tokens as u64;
+            reused += r.reused_input_tokens.max(r.decode_reused_tokens) as u64;
             first_reused += r.first_admission_reused_tokens.unwrap_or(0) as u64;
             last_end = last_end.max(r.end_ms.unwrap_or(0.0));
         }

@@ -84,6 +84,8 @@ pub struct SglangCore {
     /// Nothing runs and the waiting head needs pages that held prompts or reservations
     /// occupy: no pass can do anything until a release or an activation.
     stalled: bool,
+    /// Requests wait for a reservation here (the harness keeps them).
+    destinations_pending: bool,
     scratch: (Vec<u32>, Vec<u8>),
     out: PassOutput,
 }
@@ -120,6 +122,7 @@ impl SglangCore {
             reserved: HashMap::new(),
             arrived: VecDeque::new(),
             stalled: false,
+            destinations_pending: false,
             scratch: (Vec::new(), Vec::new()),
             out: PassOutput::default(),
         })
@@ -149,6 +152,13 @@ impl SglangCore {
 
     /// Whether a pass now would do anything (nothing can start while the pool's room is
     /// held by finished prompts or reservations awaiting their KV).
+    pub fn set_destinations_pending(&mut self, pending: bool) {
+        if self.destinations_pending && !pending {
+            self.stalled = false;
+        }
+        self.destinations_pending = pending;
+    }
+
     pub fn has_work(&self) -> bool {
         !self.running.is_empty() || !self.refused.is_empty() || !self.arrived.is_empty() || !self.waiting.is_empty() && !self.stalled
     }
@@ -207,11 +217,14 @@ impl SglangCore {
         }
         self.join_arrived();
         policy::reorder_waiting(self);
-        let batch = prefill_batch::form(self);
+        // No new prefill while transferred requests wait for a running slot or reservations
+        // wait for room: either would lose the pages to requests that still need a prefill.
+        let gated = !self.arrived.is_empty() || self.destinations_pending;
+        let batch = if gated { Vec::new() } else { prefill_batch::form(self) };
         if batch.is_empty() {
             if !self.running.is_empty() {
                 decode::decode_pass(self);
-            } else if !(self.held.is_empty() && self.reserved.is_empty()) {
+            } else if gated || !(self.held.is_empty() && self.reserved.is_empty()) {
                 // Held prompts and reservations free or fill their pages later.
                 self.stalled = true;
             } else if let Some(s) = self.waiting.pop_front() {
