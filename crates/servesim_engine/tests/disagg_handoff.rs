@@ -130,9 +130,9 @@ fn while_reservations_wait_only_transferred_requests_join() {
 }
 
 #[test]
-fn with_nothing_running_a_transferred_request_goes_past_a_blocked_head() {
-    // 1 finishes; then nothing runs, request 2 (preempted) cannot fit, and request 3 holds
-    // the blocks it needs: request 3 runs rather than both waiting for ever.
+fn with_nothing_running_a_transferred_request_waits_behind_a_blocked_head() {
+    // Request 2 (preempted) cannot fit and nothing runs; request 1 holds the blocks it needs
+    // but waits behind it, as in the reference, until a prompt waits for a reservation here.
     let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 5}));
     assert!(matches!(e.reserve_destination(req(1, 16, 3)), Reservation::Reserved { .. }));
     assert!(matches!(e.reserve_destination(req(2, 4, 10)), Reservation::Reserved { .. }));
@@ -141,15 +141,17 @@ fn with_nothing_running_a_transferred_request_goes_past_a_blocked_head() {
     assert_eq!(e.step(0.0).preempted, vec![2], "its second block is request 1's");
     assert!(e.activate(1));
     let out = e.step(0.0);
-    assert_eq!(out.admissions.iter().map(|a| a.id).collect::<Vec<_>>(), vec![1]);
-    assert!(out.finished.is_empty(), "request 2 waits; it is not unschedulable");
+    assert!(out.admissions.is_empty() && out.finished.is_empty(), "both wait; neither is unschedulable");
+    assert!(e.stalled());
+    e.set_destinations_pending(true);
+    assert_eq!(e.step(0.0).admissions.iter().map(|a| a.id).collect::<Vec<_>>(), vec![1]);
+    e.set_destinations_pending(false);
     while e.has_work() {
         e.step(0.0);
     }
     assert_eq!(e.in_flight(), 0, "both finish");
     e.check().unwrap();
 }
-
 
 #[test]
 fn an_sglang_prefill_worker_holds_its_pages_until_released() {

@@ -384,7 +384,10 @@ impl Simulation {
             let next_event = self.events.peek().map(|e| e.0.at_ms);
             let next_arrival = self.order.get(self.next_arrival).map(|&i| self.arrival_ms[i as usize]);
             let t = match (next_event, next_arrival) {
-                (None, None) => return true,
+                (None, None) => {
+                    self.end_stuck_requests();
+                    return true;
+                }
                 (Some(e), None) => e,
                 (None, Some(a)) => a,
                 (Some(e), Some(a)) => e.min(a),
@@ -413,6 +416,24 @@ impl Simulation {
             }
         }
         self.is_done()
+    }
+
+    /// Nothing is left to happen, yet requests wait: ranks stalled behind a queue head that
+    /// can never be admitted (the reference aborts its replay there). They end as
+    /// unschedulable, with the reason, instead of being lost.
+    fn end_stuck_requests(&mut self) {
+        const WHY: &str = "stuck: nothing runs and the head of its rank's queue can never be admitted";
+        for r in 0..self.ranks.len() {
+            for i in std::mem::take(&mut self.ranks[r].reservations) {
+                self.finish_request(i, Status::Unschedulable, Some(format!("{WHY} (it waited for a decode reservation)")));
+            }
+            if self.ranks[r].engine.in_flight() == 0 {
+                continue;
+            }
+            for f in self.ranks[r].engine.abandon(WHY) {
+                self.finish_request(f.id as u32, Status::Unschedulable, Some(WHY.to_string()));
+            }
+        }
     }
 
     fn disaggregated(&self) -> bool {

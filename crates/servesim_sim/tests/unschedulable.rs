@@ -52,3 +52,34 @@ fn rejections_end_at_the_pass_in_which_they_reach_the_head() {
     assert!((row[1].as_f64().unwrap() - 47.601).abs() < 1e-6, "{row}");
     assert_eq!(out["summary"]["rejected_requests"], 1);
 }
+
+#[test]
+fn a_decode_queue_that_can_never_move_ends_its_requests_with_the_reason() {
+    // The 16-token request decodes first, outgrows its share and preempts itself; the
+    // 300-token one, whose reserved blocks fill the pool, queues behind it. Nothing runs and
+    // nothing will change (the reference aborts its replay on the neighbouring cases): both
+    // end as unschedulable and the run finishes.
+    let engine = |role: &str, blocks: u32| {
+        json!({"engine": {"worker_type": role, "block_size": 16, "num_gpu_blocks": blocks,
+            "kv_transfer_bandwidth": 1.0, "kv_bytes_per_token": 1000000,
+            "timing_model": {"type": "fixed", "prefill_ms": 10.0, "decode_ms": 5.0}}})
+    };
+    let case = json!({"trace": "t.jsonl", "replay": {"trace_block_size": 16, "num_prefill_workers": 1,
+        "num_decode_workers": 1, "prefill_engine_args": engine("prefill", 200), "decode_engine_args": engine("decode", 20)}});
+    let case = Case::from_json_str(&case.to_string(), "case").unwrap();
+    let text = [(0.0, 16, 60), (5.0, 300, 10)]
+        .iter()
+        .enumerate()
+        .map(|(i, &(ts, input, output)): (usize, &(f64, u32, u32))| {
+            let ids: Vec<u64> = (0..input.div_ceil(16) as u64).map(|b| 1000 * (i as u64 + 1) + b).collect();
+            json!({"timestamp": ts, "input_length": input, "output_length": output, "hash_ids": ids}).to_string() + "\n"
+        })
+        .collect::<String>();
+    let w = mooncake::parse(&text, 16, "t.jsonl").unwrap();
+    let out = Simulation::new(&case.config().unwrap(), w).unwrap().with_checks(true).run().to_json();
+    assert_eq!(out["summary"]["unschedulable_requests"], 2, "{out}");
+    for why in out["not_completed"].as_array().unwrap() {
+        assert!(why["reason"].as_str().unwrap().starts_with("stuck: nothing runs"), "{why}");
+    }
+    assert_eq!(out["per_request"][0][2], 1, "the first request had emitted one token");
+}

@@ -312,6 +312,10 @@ impl VllmCore {
 
     /// Reservations wait for room on this rank (or none do).
     pub fn set_destinations_pending(&mut self, pending: bool) {
+        if pending != self.destinations_pending {
+            // Who may join changes: a stalled queue may move again.
+            self.stalled = false;
+        }
         self.destinations_pending = pending;
     }
 
@@ -375,20 +379,11 @@ impl VllmCore {
             if !self.running.is_empty() {
                 break;
             }
-            // Nothing runs: transferred requests queued behind the head hold blocks that only
-            // they can free, so they go first (measured on the reference: such a request is
-            // admitted past a blocked preempted head).
-            if let Some(j) = self.waiting.iter().position(|&w| self.seq(w).kv_in_place()) {
-                let s = self.waiting.remove(j).expect("in the queue");
-                self.join(s);
-                if *budget == 0 {
-                    break;
-                }
-                continue;
-            }
-            // Held prompts free their blocks when their transfers are done, and reservations
-            // turn into running requests when theirs are.
-            if !(self.held.is_empty() && self.reserved.is_empty()) {
+            // Nothing runs. Held prompts free their blocks when their transfers are done, and
+            // reservations turn into running requests when theirs are. Transferred requests
+            // queued behind the head hold blocks too: the reference keeps them waiting, until
+            // a prompt waiting for a reservation lets them join (see `destinations_pending`).
+            if !(self.held.is_empty() && self.reserved.is_empty()) || self.waiting.iter().any(|&w| self.seq(w).kv_in_place()) {
                 self.stalled = true;
                 break;
             }
