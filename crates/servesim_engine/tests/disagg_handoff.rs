@@ -177,7 +177,10 @@ fn an_sglang_decode_worker_reserves_pages_and_decodes_from_activation() {
     assert_eq!(e.reserve_destination(req(3, 40, 3)), Reservation::NeverFits);
     assert!(!e.has_work());
     assert!(e.activate(1));
-    assert_eq!(e.step(0.0).tokens, vec![1], "its first decode pass emits its first token");
+    let out = e.step(0.0);
+    assert_eq!(out.tokens, vec![1], "its first decode pass emits its first token");
+    // Joining the batch is an admission, so a later retraction's re-admission counts as one.
+    assert_eq!(out.admissions.iter().map(|a| (a.id, a.readmission)).collect::<Vec<_>>(), vec![(1, false)]);
     // Its prompt pages are cached now: a request with the same prompt shares them.
     assert_eq!(e.reserve_destination(shared(4, 16, 3)), Reservation::Reserved { resident_blocks: 4 });
     e.check().unwrap();

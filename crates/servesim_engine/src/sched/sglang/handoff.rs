@@ -5,7 +5,7 @@
 
 use super::request::SgRequest;
 use super::SglangCore;
-use crate::engine::{Finished, Outcome, Reservation};
+use crate::engine::{Admission, Finished, Outcome, Reservation};
 use crate::sequence::Request;
 
 impl SglangCore {
@@ -79,11 +79,16 @@ impl SglangCore {
         true
     }
 
-    /// Activated requests join the running batch, in order, while it has room.
+    /// Activated requests join the running batch, in order, while it has room. Joining is
+    /// an admission (with no reuse): a request retracted later is re-admitted.
     pub(super) fn join_arrived(&mut self) {
         while self.running.len() < self.cfg.max_running {
             let Some(s) = self.arrived.pop_front() else { break };
             self.running.push(s);
+            let r = self.req_mut(s);
+            r.seq.admissions += 1;
+            let admission = Admission { id: r.seq.id, reused_tokens: 0, readmission: false };
+            self.out.admissions.push(admission);
         }
     }
 }
