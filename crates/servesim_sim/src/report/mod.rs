@@ -83,10 +83,8 @@ impl Collector {
         (self.records.len() - 1) as u32
     }
 
-    /// An admission; `reused` counts towards the request's reuse (decode-pool admissions of
-    /// disaggregated serving pass None: the prompt's reuse is the prefill worker's).
-    /// An admission reusing `reused` cached tokens, on a decode worker (`decode_side`) or
-    /// on a worker that computes prompts.
+    /// An admission reusing `reused` cached tokens, on a decode worker (`decode_side`: the
+    /// prompt's reuse is the prefill worker's) or on a worker that computes prompts.
     pub fn admit(&mut self, i: u32, reused: u32, decode_side: bool, readmission: bool) {
         let r = &mut self.records[i as usize];
         r.admissions += 1;

@@ -150,15 +150,17 @@ impl SglangCore {
         }
     }
 
-    /// Whether a pass now would do anything (nothing can start while the pool's room is
-    /// held by finished prompts or reservations awaiting their KV).
+    /// Reservations wait for room on this rank (or none do).
     pub fn set_destinations_pending(&mut self, pending: bool) {
         if self.destinations_pending && !pending {
+            // Prefill batches may form again.
             self.stalled = false;
         }
         self.destinations_pending = pending;
     }
 
+    /// Whether a pass now would do anything (nothing can start while the pool's room is
+    /// held by finished prompts or reservations awaiting their KV).
     pub fn has_work(&self) -> bool {
         !self.running.is_empty() || !self.refused.is_empty() || !self.arrived.is_empty() || !self.waiting.is_empty() && !self.stalled
     }
