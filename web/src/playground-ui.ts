@@ -160,12 +160,19 @@ async function check(): Promise<void> {
     engineError = `The engine refused this scenario: ${(e as Error).message}`;
   }
   await publish(scenario);
+  if (seq !== checkSeq) return; // a newer edit published its own link
   updateMessage();
   if (!engineError && $<HTMLInputElement>('autorun').checked) void run();
 }
 
+let publishSeq = 0;
+
 async function publish(scenario: JsonObject): Promise<void> {
-  hash = await hashFor(scenario, app.defaults);
+  const seq = ++publishSeq;
+  const h = await hashFor(scenario, app.defaults);
+  // Links are compressed asynchronously: an older edit's must not overwrite a newer one's.
+  if (seq !== publishSeq) return;
+  hash = h;
   history.replaceState(null, '', hash === '' ? location.pathname + location.search : hash);
   const partial = diff(scenario, app.defaults);
   try {
