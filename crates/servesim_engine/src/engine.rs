@@ -205,6 +205,16 @@ impl Engine {
         }
     }
 
+    /// Nothing runs, yet requests wait (none of them a transferred request free to join):
+    /// the reference's engine loop then starts another pass, which begins with one more
+    /// destination reservation attempt.
+    pub fn idle_with_queue(&self) -> bool {
+        match self {
+            Engine::Vllm(c) => c.idle_with_queue(),
+            Engine::Sglang(c) => c.idle_with_queue(),
+        }
+    }
+
     /// Requests held (waiting or running).
     pub fn in_flight(&self) -> usize {
         match self {

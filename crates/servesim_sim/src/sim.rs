@@ -752,6 +752,24 @@ impl Simulation {
             wakes += 1;
         }
         self.take_reservations(r, wakes, t);
+        // Nothing runs but requests wait: the reference starts another pass at once, which
+        // begins with a reservation attempt; while such passes can do nothing else they
+        // repeat at the same instant, one attempt each (measured: two or three reservations
+        // at one boundary).
+        if self.ranks[r].engine.idle_with_queue() {
+            loop {
+                let before = self.ranks[r].reservations.len();
+                self.take_reservations(r, 1, t);
+                if self.ranks[r].reservations.len() == before {
+                    break;
+                }
+                let rank = &mut self.ranks[r];
+                rank.engine.set_destinations_pending(!rank.reservations.is_empty());
+                if rank.engine.has_work() {
+                    break;
+                }
+            }
+        }
     }
 
     /// Up to `n` pending reservations of rank `r`, in order, while they find room.

@@ -229,6 +229,10 @@ impl VllmCore {
         open
     }
 
+    pub fn idle_with_queue(&self) -> bool {
+        self.running.is_empty() && self.waiting.len() > self.pending_kv && !self.waiting.iter().any(|&s| self.seq(s).kv_in_place())
+    }
+
     pub fn in_flight(&self) -> usize {
         self.waiting.len() + self.running.len()
     }

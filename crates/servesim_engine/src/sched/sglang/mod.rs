@@ -165,6 +165,10 @@ impl SglangCore {
         !self.running.is_empty() || !self.refused.is_empty() || !self.arrived.is_empty() || !self.waiting.is_empty() && !self.stalled
     }
 
+    pub fn idle_with_queue(&self) -> bool {
+        self.running.is_empty() && self.arrived.is_empty() && !self.waiting.is_empty()
+    }
+
     pub fn in_flight(&self) -> usize {
         self.waiting.len() + self.running.len() + self.refused.len() + self.arrived.len()
     }
