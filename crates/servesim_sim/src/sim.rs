@@ -463,14 +463,8 @@ impl Simulation {
     /// Every idle worker with work starts a pass at `t`.
     fn start_epochs(&mut self, t: f64) {
         for w in 0..self.workers.len() {
-            if self.workers[w].busy {
-                continue;
-            }
-            for r in self.workers[w].ranks.clone() {
-                let rank = &mut self.ranks[r];
-                rank.engine.set_destinations_pending(!rank.reservations.is_empty());
-            }
-            if self.workers[w].ranks.clone().any(|r| self.ranks[r].engine.has_work()) {
+            let idle = !self.workers[w].busy;
+            if idle && self.workers[w].ranks.clone().any(|r| self.ranks[r].engine.has_work()) {
                 self.start_epoch(w, t);
             }
         }
@@ -735,6 +729,7 @@ impl Simulation {
         }
         let rank = p.rank_of(placement.target);
         self.ranks[rank].reservations.push(i);
+        self.sync_destinations(rank);
         if !self.busy(rank) {
             self.take_reservations(rank, 1, t);
         }
@@ -757,30 +752,33 @@ impl Simulation {
         // repeat at the same instant, one attempt each (measured: two or three reservations
         // at one boundary).
         if self.ranks[r].engine.idle_with_queue() {
-            loop {
-                let before = self.ranks[r].reservations.len();
-                self.take_reservations(r, 1, t);
-                if self.ranks[r].reservations.len() == before {
-                    break;
-                }
-                let rank = &mut self.ranks[r];
-                rank.engine.set_destinations_pending(!rank.reservations.is_empty());
-                if rank.engine.has_work() {
-                    break;
-                }
-            }
+            while self.take_reservations(r, 1, t) == 1 && !self.ranks[r].engine.has_work() {}
         }
     }
 
-    /// Up to `n` pending reservations of rank `r`, in order, while they find room.
-    fn take_reservations(&mut self, r: usize, n: usize, t: f64) {
-        for _ in 0..n {
+    /// Up to `n` pending reservations of rank `r`, in order, while they find room; returns
+    /// how many it took.
+    fn take_reservations(&mut self, r: usize, n: usize, t: f64) -> usize {
+        let mut taken = 0;
+        while taken < n {
             let Some(&first) = self.ranks[r].reservations.first() else { break };
             if !self.reserve(first, r, t) {
                 break;
             }
             self.ranks[r].reservations.remove(0);
+            taken += 1;
         }
+        if taken > 0 {
+            self.sync_destinations(r);
+        }
+        taken
+    }
+
+    /// Tells rank `r`'s scheduler whether requests wait for a reservation on it (see
+    /// `Engine::set_destinations_pending`); called wherever its list changes.
+    fn sync_destinations(&mut self, r: usize) {
+        let rank = &mut self.ranks[r];
+        rank.engine.set_destinations_pending(!rank.reservations.is_empty());
     }
 
     /// The decode rank takes room for request `i` — its blocks, sharing any resident

@@ -230,7 +230,12 @@ impl VllmCore {
     }
 
     pub fn idle_with_queue(&self) -> bool {
-        self.running.is_empty() && self.waiting.len() > self.pending_kv && !self.waiting.iter().any(|&s| self.seq(s).kv_in_place())
+        self.running.is_empty() && self.waiting.len() > self.pending_kv && self.first_in_place().is_none()
+    }
+
+    /// The first queued request transferred here whose KV is in place.
+    fn first_in_place(&self) -> Option<usize> {
+        self.waiting.iter().position(|&s| self.seq(s).kv_in_place())
     }
 
     pub fn in_flight(&self) -> usize {
@@ -242,7 +247,7 @@ impl VllmCore {
         !self.running.is_empty()
             || !self.stalled
                 && if self.destinations_pending {
-                    self.waiting.iter().any(|&s| self.seq(s).kv_in_place())
+                    self.first_in_place().is_some()
                 } else {
                     self.waiting.len() > self.pending_kv
                 }
@@ -335,18 +340,13 @@ impl VllmCore {
         while self.running.len() < self.cfg.max_num_seqs {
             // While reservations wait for room, only requests whose KV is in place may join,
             // from anywhere in the queue: the others would take the room the reservations wait for.
-            let k = if self.destinations_pending {
-                match self.waiting.iter().position(|&s| self.seq(s).kv_in_place()) {
-                    Some(k) => k,
-                    None => break,
-                }
+            // Otherwise the FIFO head, passing over reservations whose KV has not arrived.
+            let next = if self.destinations_pending {
+                self.first_in_place()
             } else {
-                // The FIFO head, passing over reservations whose KV has not arrived.
-                match self.waiting.iter().position(|&s| !self.seq(s).kv_pending) {
-                    Some(k) => k,
-                    None => break,
-                }
+                self.waiting.iter().position(|&s| !self.seq(s).kv_pending)
             };
+            let Some(k) = next else { break };
             let s = self.waiting[k];
             if let Some(reason) = self.rejection(s) {
                 self.waiting.remove(k);
@@ -387,7 +387,7 @@ impl VllmCore {
             // reservations turn into running requests when theirs are. Transferred requests
             // queued behind the head hold blocks too: the reference keeps them waiting, until
             // a prompt waiting for a reservation lets them join (see `destinations_pending`).
-            if !(self.held.is_empty() && self.reserved.is_empty()) || self.waiting.iter().any(|&w| self.seq(w).kv_in_place()) {
+            if !(self.held.is_empty() && self.reserved.is_empty()) || self.first_in_place().is_some() {
                 self.stalled = true;
                 break;
             }
