@@ -117,6 +117,17 @@ impl Event {
     }
 }
 
+impl Event {
+    /// Within a phase, worker identity orders simultaneous pass ends (not the order the
+    /// passes started: measured on the reference); transfers go in the order they started.
+    fn tie(&self) -> u64 {
+        match self.kind {
+            EventKind::PassEnd { worker } => worker as u64,
+            EventKind::TransferDone { .. } => self.seq,
+        }
+    }
+}
+
 impl PartialEq for Event {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == std::cmp::Ordering::Equal
@@ -130,7 +141,7 @@ impl PartialOrd for Event {
 }
 impl Ord for Event {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.at_ms.total_cmp(&other.at_ms).then(self.phase().cmp(&other.phase())).then(self.seq.cmp(&other.seq))
+        self.at_ms.total_cmp(&other.at_ms).then(self.phase().cmp(&other.phase())).then(self.tie().cmp(&other.tie()))
     }
 }
 
@@ -738,15 +749,15 @@ impl Simulation {
     /// At a decode rank's pass boundary: each scheduler command it takes — the boundary
     /// itself and every activation of a request whose KV arrived mid-pass — lets one pending
     /// reservation through (the reference's one-command-per-wake engine loop, observed as
-    /// reservation times). Reservations wait in order: one that finds no room holds back
-    /// those behind it.
+    /// reservation times). The boundary's attempt comes before the activations, so it does
+    /// not see their blocks as resident (which `destination_missing` would not charge).
+    /// Reservations wait in order: one that finds no room holds back those behind it.
     fn apply_reservations(&mut self, r: usize, t: f64) {
-        let mut wakes = 1;
+        self.take_reservations(r, 1, t);
         for i in std::mem::take(&mut self.ranks[r].arrived) {
             self.activate(i, r);
-            wakes += 1;
+            self.take_reservations(r, 1, t);
         }
-        self.take_reservations(r, wakes, t);
         // Nothing runs but requests wait: the reference starts another pass at once, which
         // begins with a reservation attempt; while such passes can do nothing else they
         // repeat at the same instant, one attempt each (measured: two or three reservations

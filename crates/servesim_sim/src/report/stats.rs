@@ -102,9 +102,10 @@ impl Samples {
     }
 }
 
+/// No samples: zeros, as the reference reports them (not nulls).
 fn write_empty(out: &mut Map<String, Value>, name: &str) {
     for stat in ["mean", "min", "max", "median", "p75", "p90", "p95", "p99", "std"] {
-        out.insert(format!("{stat}_{name}"), Value::Null);
+        out.insert(format!("{stat}_{name}"), num(0.0));
     }
 }
 
@@ -127,6 +128,18 @@ mod tests {
         s.write(&mut m, "x");
         assert_eq!((m["median_x"].as_f64(), m["p90_x"].as_f64()), (Some(4.0), Some(6.0)));
         assert_eq!(m["std_x"].as_f64().unwrap(), (35.0f64 / 12.0).sqrt());
+    }
+
+    #[test]
+    fn no_samples_reads_as_zeros_like_the_reference() {
+        // A run whose requests all failed: the reference reports 0.0, not null.
+        let (mut a, mut b) = (Map::new(), Map::new());
+        Samples(Vec::new()).write(&mut a, "x");
+        Sketched::default().write(&mut b, "x");
+        for m in [a, b] {
+            assert_eq!(m.len(), 9);
+            assert!(m.values().all(|v| v.as_f64() == Some(0.0)), "{m:?}");
+        }
     }
 
     #[test]

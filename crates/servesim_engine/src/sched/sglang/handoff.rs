@@ -35,9 +35,8 @@ impl SglangCore {
         if self.ceil_page(req.prompt.len()) as u64 > self.pool_tokens() {
             return Reservation::NeverFits;
         }
-        if self.running.len() >= self.cfg.max_running {
-            return Reservation::NoRoom;
-        }
+        // A full running batch does not hold the reservation back (unlike vLLM's): the
+        // transferred request waits in `arrived` for a slot. Measured on the reference.
         let id = req.id;
         let s = self.slot_for(SgRequest::new(req));
         let page = self.cfg.page;
