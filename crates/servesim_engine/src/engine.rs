@@ -205,6 +205,14 @@ impl Engine {
         }
     }
 
+    /// Blocks (pages) a new allocation could take now, evicting cached ones if need be.
+    pub fn available_blocks(&self) -> u32 {
+        match self {
+            Engine::Vllm(c) => c.available_blocks(),
+            Engine::Sglang(c) => c.available_blocks(),
+        }
+    }
+
     /// Nothing runs, yet requests wait (none of them a transferred request free to join):
     /// the reference's engine loop then starts another pass, which begins with one more
     /// destination reservation attempt.

@@ -86,6 +86,11 @@ struct Rank {
     /// Decode destinations asked for mid-pass: a reservation is a scheduler command, applied
     /// at a pass boundary, and the KV transfer starts only then.
     reservations: Vec<u32>,
+    /// Counts the passes that gave capacity back (a request finished or was preempted):
+    /// a head reservation that found no room is tried again only after the next one.
+    capacity_generation: u64,
+    /// The generation at which the head of `reservations` last found no room.
+    head_refused_at: Option<u64>,
     /// Transfers that finished mid-pass: the request is activated at the next boundary.
     arrived: Vec<u32>,
     /// A prefill rank's held prompts whose transfer is done, freed at its next boundary.
@@ -318,6 +323,8 @@ impl Simulation {
                     stepped: false,
                     pending: PassOutput::default(),
                     reservations: Vec::new(),
+                    capacity_generation: 0,
+                    head_refused_at: None,
                     arrived: Vec::new(),
                     releases: Vec::new(),
                     last_pass_end_ms: 0.0,
@@ -533,8 +540,13 @@ impl Simulation {
     /// scheduler command, so a busy prefill rank frees it at its next boundary).
     fn activate(&mut self, i: u32, rank: usize) {
         self.collector.records[i as usize].worker = self.ranks[rank].worker;
+        let before = self.ranks[rank].engine.available_blocks();
         let reserved = self.ranks[rank].engine.activate(i as u64);
         debug_assert!(reserved, "a transfer goes only to a reservation");
+        if self.ranks[rank].engine.available_blocks() > before {
+            // Caching its prompt gave pages back (copies of pages cached meanwhile).
+            self.ranks[rank].capacity_generation += 1;
+        }
         let source = self.source_rank[i as usize] as usize;
         if self.busy(source) {
             self.ranks[source].releases.push(i);
@@ -626,6 +638,9 @@ impl Simulation {
 
     fn complete_pass(&mut self, r: usize, t: f64) {
         let out = std::mem::take(&mut self.ranks[r].pending);
+        if !out.finished.is_empty() || !out.preempted.is_empty() {
+            self.ranks[r].capacity_generation += 1;
+        }
         let pool = self.ranks[r].pool;
         let role = self.pools[pool].role;
         let target = self.pools[pool].target_of(r);
@@ -772,11 +787,19 @@ impl Simulation {
     fn take_reservations(&mut self, r: usize, n: usize, t: f64) -> usize {
         let mut taken = 0;
         while taken < n {
-            let Some(&first) = self.ranks[r].reservations.first() else { break };
+            let rank = &self.ranks[r];
+            let Some(&first) = rank.reservations.first() else { break };
+            if rank.head_refused_at == Some(rank.capacity_generation) {
+                // Nothing was given back since it found no room: the reference does not
+                // try it again (a prefix that became resident meanwhile does not count).
+                break;
+            }
             if !self.reserve(first, r, t) {
+                self.ranks[r].head_refused_at = Some(self.ranks[r].capacity_generation);
                 break;
             }
             self.ranks[r].reservations.remove(0);
+            self.ranks[r].head_refused_at = None;
             taken += 1;
         }
         if taken > 0 {

@@ -229,6 +229,11 @@ impl VllmCore {
         open
     }
 
+    /// Blocks a new allocation could take: free, or cached and unreferenced.
+    pub fn available_blocks(&self) -> u32 {
+        self.cfg.num_blocks - self.pool.active()
+    }
+
     pub fn idle_with_queue(&self) -> bool {
         self.running.is_empty() && self.waiting.len() > self.pending_kv && self.first_in_place().is_none()
     }

@@ -165,6 +165,11 @@ impl SglangCore {
         !self.running.is_empty() || !self.refused.is_empty() || !self.arrived.is_empty() || !self.waiting.is_empty() && !self.stalled
     }
 
+    /// Pages a new allocation could take: free, or cached and evictable.
+    pub fn available_blocks(&self) -> u32 {
+        self.cache.free_pages() + self.cache.evictable_pages()
+    }
+
     pub fn idle_with_queue(&self) -> bool {
         self.running.is_empty() && self.arrived.is_empty() && !self.waiting.is_empty()
     }
