@@ -86,8 +86,10 @@ struct Rank {
     /// Decode destinations asked for mid-pass: a reservation is a scheduler command, applied
     /// at a pass boundary, and the KV transfer starts only then.
     reservations: Vec<u32>,
-    /// Counts the passes that gave capacity back (a request finished or was preempted):
-    /// a head reservation that found no room is tried again only after the next one.
+    /// Counts the times this rank gave capacity back (a pass in which a request finished or
+    /// was preempted, an activation that freed copies of cached pages): a head reservation
+    /// that found no room is tried again only after the next one (the reference's
+    /// "capacity generation").
     capacity_generation: u64,
     /// The generation at which the head of `reservations` last found no room.
     head_refused_at: Option<u64>,
@@ -120,9 +122,7 @@ impl Event {
             EventKind::TransferDone { .. } => 1,
         }
     }
-}
 
-impl Event {
     /// Within a phase, worker identity orders simultaneous pass ends (not the order the
     /// passes started: measured on the reference); transfers go in the order they started.
     fn tie(&self) -> u64 {
