@@ -180,7 +180,7 @@ impl VllmCore {
         let hit = self.prefix_hit(s);
         let len = self.seq(s).len();
         let needed = self.blocks_for(len) - hit.active_blocks;
-        let available = self.cfg.num_blocks - self.pool.active();
+        let available = self.available_blocks();
         let resident = hit.slots.len() as u32;
         let fresh = self.blocks_for(len) - resident;
         let seq = self.seqs[s as usize].as_mut().expect("live sequence");
@@ -370,7 +370,7 @@ impl VllmCore {
             let hit = self.prefix_hit(s);
             let len = self.seq(s).len();
             let needed = self.blocks_for(len) - hit.active_blocks;
-            let available = self.cfg.num_blocks - self.pool.active();
+            let available = self.available_blocks();
             let admitted = needed <= available && matches!(self.schedule(s, Some(&hit), budget, &mut unused), Scheduled::Yes);
             self.spare_slots = hit.slots;
             if admitted {

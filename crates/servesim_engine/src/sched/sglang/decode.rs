@@ -69,7 +69,7 @@ fn retract_one(core: &mut SglangCore, set: &mut Vec<u32>) -> u32 {
 /// `new_token_ratio` is re-estimated from the survivors. Returns the retracted requests.
 fn retract_until_fits(core: &mut SglangCore, set: &mut Vec<u32>) -> Vec<u32> {
     let mut victims = Vec::new();
-    while core.cache.free_pages() + core.cache.evictable_pages() < pages_needed(core, set) && set.len() > 1 {
+    while core.available_blocks() < pages_needed(core, set) && set.len() > 1 {
         victims.push(retract_one(core, set));
     }
     if !victims.is_empty() {
@@ -91,7 +91,7 @@ fn retract_until_fits(core: &mut SglangCore, set: &mut Vec<u32>) -> Vec<u32> {
 /// Makes `need` pages free for a step, evicting cached pages if the free ones are short.
 /// False (and nothing evicted) when even eviction cannot make room.
 fn make_room(core: &mut SglangCore, need: u32) -> bool {
-    if core.cache.free_pages() + core.cache.evictable_pages() < need {
+    if core.available_blocks() < need {
         return false;
     }
     let free = core.cache.free_pages();

@@ -47,7 +47,7 @@ impl SglangCore {
         let fresh = len.div_ceil(page) - matched;
         // The matched prefix is locked first, so eviction cannot take it.
         self.cache.lock(node);
-        if self.cache.free_pages() + self.cache.evictable_pages() < fresh {
+        if self.available_blocks() < fresh {
             self.cache.unlock(node);
             self.reqs[s as usize] = None;
             self.free_slots.push(s);

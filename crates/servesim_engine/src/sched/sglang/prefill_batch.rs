@@ -48,7 +48,7 @@ pub(super) fn form(core: &mut SglangCore) -> Vec<ExtendChunk> {
     // sampled tokens already hold their slots). Each admitted chunk then takes its pages and
     // its full output reserve from it.
     let reserved: f64 = core.running.iter().map(|&s| core.req(s).remaining_output().min(clip) as f64 * ratio).sum();
-    let mut rem_total = (core.cache.free_pages() + core.cache.evictable_pages()) as f64 * page as f64 - reserved;
+    let mut rem_total = core.available_blocks() as f64 * page as f64 - reserved;
     let mut rem_input = core.cfg.max_prefill_tokens;
     let mut rem_chunk = core.cfg.chunked_prefill_size;
     let room = core.cfg.max_running - core.running.len();
