@@ -103,8 +103,13 @@ fn make_room(core: &mut SglangCore, need: u32) -> bool {
 
 /// Every request of `set` samples a token into a fresh slot (the pages were reserved);
 /// finished requests leave `set` and complete.
+///
+/// They complete after the whole batch has stepped, as the reference cleans them up: their
+/// last pages enter the tree, and their paths are touched, after every other request's new
+/// page, which decides what the LRU evicts first (a fuzzed LPM case showed it).
 fn emit_tokens(core: &mut SglangCore, set: &mut Vec<u32>) {
     let mut k = 0;
+    let mut finished = Vec::new();
     while k < set.len() {
         let s = set[k];
         let grow = step_pages(core, s);
@@ -120,11 +125,14 @@ fn emit_tokens(core: &mut SglangCore, set: &mut Vec<u32>) {
         core.out.tokens.push(id);
         if done {
             set.remove(k);
-            core.complete(s);
+            finished.push(s);
         } else {
             core.cache_materialized(s);
             k += 1;
         }
+    }
+    for s in finished {
+        core.complete(s);
     }
 }
 
