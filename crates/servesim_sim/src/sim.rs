@@ -99,6 +99,9 @@ struct Rank {
     releases: Vec<u32>,
     /// When its latest pass ended: the gap of its steady tokens runs from there.
     last_pass_end_ms: f64,
+    /// Its pass just ended with nothing running and requests queued: the next pass, at the
+    /// same instant, begins with reservation attempts (see `idle_pass_reservations`).
+    idle_pass: bool,
 }
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -328,6 +331,7 @@ impl Simulation {
                     arrived: Vec::new(),
                     releases: Vec::new(),
                     last_pass_end_ms: 0.0,
+                    idle_pass: false,
                 });
                 self.recorder.add_rank(role.name(), w, dp);
             }
@@ -482,7 +486,13 @@ impl Simulation {
     fn start_epochs(&mut self, t: f64) {
         for w in 0..self.workers.len() {
             let idle = !self.workers[w].busy;
-            if idle && self.workers[w].ranks.clone().any(|r| self.ranks[r].engine.has_work()) {
+            if !idle {
+                continue;
+            }
+            for r in self.workers[w].ranks.clone() {
+                self.idle_pass_reservations(r, t);
+            }
+            if self.workers[w].ranks.clone().any(|r| self.ranks[r].engine.has_work()) {
                 self.start_epoch(w, t);
             }
         }
@@ -773,11 +783,17 @@ impl Simulation {
             self.activate(i, r);
             self.take_reservations(r, 1, t);
         }
-        // Nothing runs but requests wait: the reference starts another pass at once, which
-        // begins with a reservation attempt; while such passes can do nothing else they
-        // repeat at the same instant, one attempt each (measured: two or three reservations
-        // at one boundary).
-        if self.ranks[r].engine.idle_with_queue() {
+        self.ranks[r].idle_pass = self.ranks[r].engine.idle_with_queue();
+    }
+
+    /// Nothing runs on decode rank `r` but requests wait: the reference starts another pass
+    /// at once, which begins with a reservation attempt; while such passes can do nothing
+    /// else they repeat at the same instant, one attempt each (measured: two or three
+    /// reservations at one boundary). They come in the worker's turn among the workers
+    /// starting passes at that instant, so a prefill worker earlier in the order has
+    /// already formed its batch (SGLang reserves destinations before the prefill).
+    fn idle_pass_reservations(&mut self, r: usize, t: f64) {
+        if std::mem::take(&mut self.ranks[r].idle_pass) {
             while self.take_reservations(r, 1, t) == 1 && !self.ranks[r].engine.has_work() {}
         }
     }

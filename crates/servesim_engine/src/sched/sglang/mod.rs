@@ -160,9 +160,13 @@ impl SglangCore {
     }
 
     /// Whether a pass now would do anything (nothing can start while the pool's room is
-    /// held by finished prompts or reservations awaiting their KV).
+    /// held by finished prompts or reservations awaiting their KV, or while destinations
+    /// wait for room: no prefill batch forms then).
     pub fn has_work(&self) -> bool {
-        !self.running.is_empty() || !self.refused.is_empty() || !self.arrived.is_empty() || !self.waiting.is_empty() && !self.stalled
+        !self.running.is_empty()
+            || !self.refused.is_empty()
+            || !self.arrived.is_empty()
+            || !self.waiting.is_empty() && !self.stalled && !self.destinations_pending
     }
 
     /// Pages a new allocation could take: free, or cached and evictable.
