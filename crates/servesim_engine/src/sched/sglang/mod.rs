@@ -134,6 +134,10 @@ impl SglangCore {
             self.refused.push(slot);
         } else {
             self.waiting.push_back(slot);
+            // New input ends a stall: under LPM the newcomer may sort ahead of a head that
+            // cannot fit, and fit itself (found on a prefill worker whose held prompts fill
+            // its pool).
+            self.stalled = false;
         }
     }
 
