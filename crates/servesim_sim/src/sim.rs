@@ -542,7 +542,7 @@ impl Simulation {
         } else {
             // The activation wakes an idle rank, which takes one pending reservation.
             self.activate(i, rank);
-            self.take_reservations(rank, 1, self.now_ms);
+            self.take_reservation(rank, self.now_ms);
         }
     }
 
@@ -767,7 +767,7 @@ impl Simulation {
         self.ranks[rank].reservations.push(i);
         self.sync_destinations(rank);
         if !self.busy(rank) {
-            self.take_reservations(rank, 1, t);
+            self.take_reservation(rank, t);
         }
     }
 
@@ -778,10 +778,10 @@ impl Simulation {
     /// not see their blocks as resident (which `destination_missing` would not charge).
     /// Reservations wait in order: one that finds no room holds back those behind it.
     fn apply_reservations(&mut self, r: usize, t: f64) {
-        self.take_reservations(r, 1, t);
+        self.take_reservation(r, t);
         for i in std::mem::take(&mut self.ranks[r].arrived) {
             self.activate(i, r);
-            self.take_reservations(r, 1, t);
+            self.take_reservation(r, t);
         }
         self.ranks[r].idle_pass = self.ranks[r].engine.idle_with_queue();
     }
@@ -794,34 +794,28 @@ impl Simulation {
     /// already formed its batch (SGLang reserves destinations before the prefill).
     fn idle_pass_reservations(&mut self, r: usize, t: f64) {
         if std::mem::take(&mut self.ranks[r].idle_pass) {
-            while self.take_reservations(r, 1, t) == 1 && !self.ranks[r].engine.has_work() {}
+            while self.take_reservation(r, t) && !self.ranks[r].engine.has_work() {}
         }
     }
 
-    /// Up to `n` pending reservations of rank `r`, in order, while they find room; returns
-    /// how many it took.
-    fn take_reservations(&mut self, r: usize, n: usize, t: f64) -> usize {
-        let mut taken = 0;
-        while taken < n {
-            let rank = &self.ranks[r];
-            let Some(&first) = rank.reservations.first() else { break };
-            if rank.head_refused_at == Some(rank.capacity_generation) {
-                // Nothing was given back since it found no room: the reference does not
-                // try it again (a prefix that became resident meanwhile does not count).
-                break;
-            }
-            if !self.reserve(first, r, t) {
-                self.ranks[r].head_refused_at = Some(self.ranks[r].capacity_generation);
-                break;
-            }
-            self.ranks[r].reservations.remove(0);
-            self.ranks[r].head_refused_at = None;
-            taken += 1;
+    /// One reservation attempt on rank `r` (a scheduler command takes one): its oldest pending
+    /// reservation, if it finds room. Returns whether one was taken.
+    fn take_reservation(&mut self, r: usize, t: f64) -> bool {
+        let rank = &self.ranks[r];
+        let Some(&first) = rank.reservations.first() else { return false };
+        if rank.head_refused_at == Some(rank.capacity_generation) {
+            // Nothing was given back since it found no room: the reference does not try it
+            // again (a prefix that became resident meanwhile does not count).
+            return false;
         }
-        if taken > 0 {
-            self.sync_destinations(r);
+        if !self.reserve(first, r, t) {
+            self.ranks[r].head_refused_at = Some(self.ranks[r].capacity_generation);
+            return false;
         }
-        taken
+        self.ranks[r].reservations.remove(0);
+        self.ranks[r].head_refused_at = None;
+        self.sync_destinations(r);
+        true
     }
 
     /// Tells rank `r`'s scheduler whether requests wait for a reservation on it (see
