@@ -633,15 +633,19 @@ impl Simulation {
 
     fn complete_epoch(&mut self, w: usize, t: f64) {
         self.workers[w].busy = false;
+        // Releases sent during the pass are commands queued before anything this pass's end
+        // causes, so their blocks join the LRU first (older, evicted sooner).
+        for r in self.workers[w].ranks.clone() {
+            for i in std::mem::take(&mut self.ranks[r].releases) {
+                self.ranks[r].engine.release_source(i as u64);
+            }
+        }
         for r in self.workers[w].ranks.clone() {
             if std::mem::take(&mut self.ranks[r].stepped) {
                 self.complete_pass(r, t);
             }
         }
         for r in self.workers[w].ranks.clone() {
-            for i in std::mem::take(&mut self.ranks[r].releases) {
-                self.ranks[r].engine.release_source(i as u64);
-            }
             self.apply_reservations(r, t);
         }
     }
