@@ -107,6 +107,8 @@ pub struct Sequence {
     /// It emitted a token at its rank's latest pass end.
     pub emitted_last_pass: bool,
     pub id: u64,
+    /// Its place in its scheduler's queue order: when it was submitted or reserved there.
+    pub order: u64,
     pub admissions: u32,
     prompt: Prompt,
     /// (sequence hash, local hash) of full blocks, extended lazily.
@@ -126,6 +128,7 @@ impl Sequence {
             uniform_memo: None,
             run_cursor: 0,
             id: req.id,
+            order: 0,
             prompt: req.prompt,
             max_output: req.max_output,
             generated: 0,

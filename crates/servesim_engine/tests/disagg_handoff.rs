@@ -129,17 +129,42 @@ fn while_reservations_wait_only_transferred_requests_join() {
     e.check().unwrap();
 }
 
-#[test]
-fn with_nothing_running_a_transferred_request_waits_behind_a_blocked_head() {
-    // Request 2 (preempted) cannot fit and nothing runs; request 1 holds the blocks it needs
-    // but waits behind it, as in the reference, until a prompt waits for a reservation here.
+/// A decode rank (4-token blocks, 5 of them) where request 2 (a 4-token prompt) ran and
+/// preempted itself for want of the blocks request 1 (16 tokens) holds, and request 1's KV
+/// has then arrived; `first` is reserved first.
+fn preempted_and_transferred(first: u64) -> Engine {
     let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 5}));
-    assert!(matches!(e.reserve_destination(req(1, 16, 3)), Reservation::Reserved { .. }));
-    assert!(matches!(e.reserve_destination(req(2, 4, 10)), Reservation::Reserved { .. }));
+    for id in if first == 1 { [1, 2] } else { [2, 1] } {
+        let r = if id == 1 { req(1, 16, 3) } else { req(2, 4, 10) };
+        assert!(matches!(e.reserve_destination(r), Reservation::Reserved { .. }));
+    }
     assert!(e.activate(2));
     assert_eq!(e.step(0.0).tokens, vec![2]);
     assert_eq!(e.step(0.0).preempted, vec![2], "its second block is request 1's");
     assert!(e.activate(1));
+    e
+}
+
+#[test]
+fn a_transferred_request_takes_its_reservation_place_ahead_of_a_later_preempted_one() {
+    // Preemption put request 2 at the front; request 1, reserved before it, goes back ahead
+    // of it when its KV arrives, and joins although request 2 cannot fit.
+    let mut e = preempted_and_transferred(1);
+    let out = e.step(0.0);
+    assert_eq!(out.admissions.iter().map(|a| a.id).collect::<Vec<_>>(), vec![1]);
+    while e.has_work() {
+        e.step(0.0);
+    }
+    assert_eq!(e.in_flight(), 0, "both finish");
+    e.check().unwrap();
+}
+
+#[test]
+fn with_nothing_running_a_transferred_request_waits_behind_a_blocked_head() {
+    // Request 2 (preempted) cannot fit and nothing runs; request 1, reserved after it, holds
+    // the blocks request 2 needs but waits behind it, as in the reference, until a prompt
+    // waits for a reservation here.
+    let mut e = preempted_and_transferred(2);
     let out = e.step(0.0);
     assert!(out.admissions.is_empty() && out.finished.is_empty(), "both wait; neither is unschedulable");
     assert!(e.stalled());

@@ -91,6 +91,8 @@ pub struct VllmCore {
     destinations_pending: bool,
     /// How many of `waiting` are reservations whose KV is still on the way.
     pending_kv: usize,
+    /// Requests submitted or reserved so far: the next one's `Sequence::order`.
+    queued_total: u64,
     /// Nothing runs and the waiting head needs blocks that held prompts or reservations
     /// occupy: no pass can do anything until a release or an activation.
     stalled: bool,
@@ -138,14 +140,22 @@ impl VllmCore {
             reserved: HashMap::new(),
             destinations_pending: false,
             pending_kv: 0,
+            queued_total: 0,
             stalled: false,
             out: PassOutput::default(),
         })
     }
 
     pub fn submit(&mut self, req: Request) {
-        let slot = self.new_slot(Sequence::new(req));
+        let mut seq = Sequence::new(req);
+        seq.order = self.next_order();
+        let slot = self.new_slot(seq);
         self.waiting.push_back(slot);
+    }
+
+    fn next_order(&mut self) -> u64 {
+        self.queued_total += 1;
+        self.queued_total
     }
 
     fn new_slot(&mut self, seq: Sequence) -> u32 {
@@ -175,6 +185,7 @@ impl VllmCore {
         }
         let mut seq = Sequence::new(req);
         seq.prefilled = true;
+        seq.order = self.next_order();
         let id = seq.id;
         let s = self.new_slot(seq);
         let hit = self.prefix_hit(s);
@@ -194,8 +205,8 @@ impl VllmCore {
         // Its own blocks become cache-visible when its KV arrives (`activate`).
         seq.visible = resident;
         seq.num_computed = len;
-        // It queues now, passed over until its KV arrives: requests are admitted in the
-        // order of their reservations.
+        // It queues now, passed over until its KV arrives (then it takes its place again,
+        // see `activate`): requests are admitted in the order of their reservations.
         self.reserved.insert(id, s);
         self.seq_mut(s).kv_pending = true;
         self.waiting.push_back(s);
@@ -212,6 +223,15 @@ impl VllmCore {
         self.seq_mut(s).kv_pending = false;
         self.pending_kv -= 1;
         self.stalled = false;
+        // It takes its place by reservation order again: ahead of a preempted request
+        // reserved after it, which went to the front when preempted (measured on the
+        // reference: such a request joins past a preempted head that cannot fit; one
+        // reserved later does not).
+        let order = self.seq(s).order;
+        let k = self.waiting.iter().position(|&w| w == s).expect("a reservation is queued");
+        self.waiting.remove(k);
+        let k = self.waiting.iter().position(|&w| self.seq(w).order > order).unwrap_or(self.waiting.len());
+        self.waiting.insert(k, s);
         true
     }
 
