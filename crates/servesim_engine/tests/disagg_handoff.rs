@@ -131,11 +131,11 @@ fn while_reservations_wait_only_transferred_requests_join() {
 
 /// A decode rank (4-token blocks, 5 of them) where request 2 (a 4-token prompt) ran and
 /// preempted itself for want of the blocks request 1 (16 tokens) holds, and request 1's KV
-/// has then arrived; `first` is reserved first.
-fn preempted_and_transferred(first: u64) -> Engine {
+/// has then arrived; request 1 is reserved first if `one_first`.
+fn preempted_and_transferred(one_first: bool) -> Engine {
     let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 5}));
-    for id in if first == 1 { [1, 2] } else { [2, 1] } {
-        let r = if id == 1 { req(1, 16, 3) } else { req(2, 4, 10) };
+    let (one, two) = (req(1, 16, 3), req(2, 4, 10));
+    for r in if one_first { [one, two] } else { [two, one] } {
         assert!(matches!(e.reserve_destination(r), Reservation::Reserved { .. }));
     }
     assert!(e.activate(2));
@@ -149,7 +149,7 @@ fn preempted_and_transferred(first: u64) -> Engine {
 fn a_transferred_request_takes_its_reservation_place_ahead_of_a_later_preempted_one() {
     // Preemption put request 2 at the front; request 1, reserved before it, goes back ahead
     // of it when its KV arrives, and joins although request 2 cannot fit.
-    let mut e = preempted_and_transferred(1);
+    let mut e = preempted_and_transferred(true);
     let out = e.step(0.0);
     assert_eq!(out.admissions.iter().map(|a| a.id).collect::<Vec<_>>(), vec![1]);
     while e.has_work() {
@@ -164,7 +164,7 @@ fn with_nothing_running_a_transferred_request_waits_behind_a_blocked_head() {
     // Request 2 (preempted) cannot fit and nothing runs; request 1, reserved after it, holds
     // the blocks request 2 needs but waits behind it, as in the reference, until a prompt
     // waits for a reservation here.
-    let mut e = preempted_and_transferred(2);
+    let mut e = preempted_and_transferred(false);
     let out = e.step(0.0);
     assert!(out.admissions.is_empty() && out.finished.is_empty(), "both wait; neither is unschedulable");
     assert!(e.stalled());
