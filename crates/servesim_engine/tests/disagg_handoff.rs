@@ -17,6 +17,21 @@ fn shared(id: u64, len: u32, out: u32) -> Request {
     Request { id, prompt: (0..len).collect::<Vec<_>>().into(), max_output: out }
 }
 
+/// The requests one pass admitted, in order.
+fn admitted(e: &mut Engine) -> Vec<u64> {
+    e.step(0.0).admissions.iter().map(|a| a.id).collect()
+}
+
+/// Steps until nothing is left to do, then checks that every request finished and the
+/// bookkeeping balances.
+fn run_to_the_end(e: &mut Engine) {
+    while e.has_work() {
+        e.step(0.0);
+    }
+    assert_eq!(e.in_flight(), 0, "every request finishes");
+    e.check().unwrap();
+}
+
 #[test]
 fn a_prefill_worker_holds_a_finished_prompt_until_released() {
     let mut e = engine(json!({"worker_type": "prefill", "block_size": 4, "num_gpu_blocks": 6}));
@@ -124,8 +139,7 @@ fn while_reservations_wait_only_transferred_requests_join() {
     // A prompt waits for room here: request 3, whose blocks are in place, joins past the
     // head; request 2 would take room the reservation waits for.
     e.set_destinations_pending(true);
-    let out = e.step(0.0);
-    assert_eq!(out.admissions.iter().map(|a| a.id).collect::<Vec<_>>(), vec![3]);
+    assert_eq!(admitted(&mut e), vec![3]);
     e.check().unwrap();
 }
 
@@ -150,13 +164,8 @@ fn a_transferred_request_takes_its_reservation_place_ahead_of_a_later_preempted_
     // Preemption put request 2 at the front; request 1, reserved before it, goes back ahead
     // of it when its KV arrives, and joins although request 2 cannot fit.
     let mut e = preempted_and_transferred(true);
-    let out = e.step(0.0);
-    assert_eq!(out.admissions.iter().map(|a| a.id).collect::<Vec<_>>(), vec![1]);
-    while e.has_work() {
-        e.step(0.0);
-    }
-    assert_eq!(e.in_flight(), 0, "both finish");
-    e.check().unwrap();
+    assert_eq!(admitted(&mut e), vec![1]);
+    run_to_the_end(&mut e);
 }
 
 #[test]
@@ -169,13 +178,9 @@ fn with_nothing_running_a_transferred_request_waits_behind_a_blocked_head() {
     assert!(out.admissions.is_empty() && out.finished.is_empty(), "both wait; neither is unschedulable");
     assert!(e.stalled());
     e.set_destinations_pending(true);
-    assert_eq!(e.step(0.0).admissions.iter().map(|a| a.id).collect::<Vec<_>>(), vec![1]);
+    assert_eq!(admitted(&mut e), vec![1]);
     e.set_destinations_pending(false);
-    while e.has_work() {
-        e.step(0.0);
-    }
-    assert_eq!(e.in_flight(), 0, "both finish");
-    e.check().unwrap();
+    run_to_the_end(&mut e);
 }
 
 #[test]
