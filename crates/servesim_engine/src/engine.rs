@@ -223,6 +223,14 @@ impl Engine {
         }
     }
 
+    /// The rank ran a pass that could do nothing (see `idle_with_queue`): an SGLang
+    /// scheduler's `new_token_ratio` falls to its floor; vLLM keeps no such state.
+    pub fn idle_pass(&mut self) {
+        if let Engine::Sglang(c) = self {
+            c.idle_pass();
+        }
+    }
+
     /// Requests held (waiting or running).
     pub fn in_flight(&self) -> usize {
         match self {

@@ -178,6 +178,14 @@ impl SglangCore {
         self.cache.free_pages() + self.cache.evictable_pages()
     }
 
+    /// A pass with nothing to run and nothing to admit. It still decays `new_token_ratio`,
+    /// and the reference repeats a pass that changed nothing else at the same instant until
+    /// the ratio stops changing: the ratio ends at its floor. (Found on tiny decode pools:
+    /// requests retracted there were readmitted, after such a pass, as the floor allows.)
+    pub fn idle_pass(&mut self) {
+        self.ratio.current = self.ratio.min;
+    }
+
     pub fn idle_with_queue(&self) -> bool {
         self.running.is_empty() && self.arrived.is_empty() && !self.waiting.is_empty()
     }
@@ -246,6 +254,7 @@ impl SglangCore {
             } else if gated || !(self.held.is_empty() && self.reserved.is_empty()) {
                 // Held prompts and reservations free or fill their pages later.
                 self.stalled = true;
+                self.idle_pass();
             } else if let Some(s) = self.waiting.pop_front() {
                 // Nothing runs and the head of the queue cannot start: the pool is as empty
                 // as it will ever be, so it never will (the reference aborts the replay).
