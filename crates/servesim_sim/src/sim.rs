@@ -795,9 +795,9 @@ impl Simulation {
     /// else they repeat at the same instant, one attempt each (measured: two or three
     /// reservations at one boundary). They come in the worker's turn among the workers
     /// starting passes at that instant, so a prefill worker earlier in the order has
-    /// already formed its batch (SGLang reserves destinations before the prefill). The
-    /// passes repeat because each decays an SGLang rank's `new_token_ratio`; when they end
-    /// with nothing to run, it is at its floor.
+    /// already formed its batch (SGLang reserves destinations before the prefill). On an
+    /// SGLang rank each such pass also decays `new_token_ratio`, and the reference repeats
+    /// them while it changes: when they end with nothing to run, it is at its floor.
     fn idle_pass_reservations(&mut self, r: usize, t: f64) {
         if std::mem::take(&mut self.ranks[r].idle_pass) {
             while self.take_reservation(r, t) && !self.ranks[r].engine.has_work() {}
