@@ -392,3 +392,55 @@ test('a panic inside the engine is reported and the page stays usable', async ({
   await waitRun(page, n);
   expect(await summary(page)).toEqual(before);
 });
+
+test('markup in a link\'s names is shown as text and runs nothing', async ({ page }) => {
+  const errors = watchErrors(page);
+  const markup = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
+  const h = link({ name: markup });
+  await page.goto('/' + h);
+  await waitRun(page, 0);
+  await expect(page.locator('#message')).toBeHidden();
+  await expect(page.locator('#f-name')).toHaveValue(markup);
+  expect(await page.locator('img[src="x"], body script:not([src])').count()).toBe(0);
+
+  await page.goto('/embed.html' + h);
+  await waitRun(page, 0);
+  await expect(page.locator('#title')).toHaveText(markup);
+  expect(await page.locator('#title *').count()).toBe(0);
+
+  // A field named with markup: the engine's message names it, as text.
+  await page.goto('/' + link({ engine: { [markup]: 1 } }));
+  await waitRun(page, 0);
+  await expect(page.locator('#message')).toContainText(markup);
+  expect(await page.locator('#message *').count()).toBe(0);
+  await expect(page.locator('#f-engine-num_gpu_blocks')).toHaveValue('16384');
+
+  expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+  expect(errors).toEqual([]);
+});
+
+test('the Content-Security-Policy forbids inline script on both pages', async ({ page }) => {
+  for (const path of ['/', '/embed.html']) {
+    await page.goto(path);
+    await waitRun(page, 0);
+    const outcome = await page.evaluate(async () => {
+      const w = window as unknown as { __inline?: number; __handler?: number };
+      const violations: string[] = [];
+      document.addEventListener('securitypolicyviolation', (e) => violations.push(e.effectiveDirective));
+      const s = document.createElement('script');
+      s.textContent = 'window.__inline = 1';
+      document.body.append(s);
+      const img = document.createElement('img');
+      img.setAttribute('onerror', 'window.__handler = 1');
+      img.src = 'data:,not-an-image';
+      document.body.append(img);
+      await new Promise((r) => setTimeout(r, 300));
+      return { inline: w.__inline, handler: w.__handler, violations };
+    });
+    expect(outcome.inline).toBeUndefined();
+    expect(outcome.handler).toBeUndefined();
+    expect(outcome.violations.filter((d) => d.startsWith('script-src')).length).toBeGreaterThanOrEqual(2);
+    // The page still works: its own scripts run a scenario.
+    await expect(page.locator('#status')).toHaveAttribute('data-state', 'done');
+  }
+});
