@@ -205,6 +205,17 @@ impl Engine {
         }
     }
 
+    /// Blocks (pages) nobody holds, cached or not, as the reference's capacity check after an
+    /// activation counts them: an SGLang radix cache's free pages only (an activation that
+    /// takes a cached copy instead of its own page frees one and locks the other), the vLLM
+    /// pool's free and unreferenced cached blocks alike.
+    pub fn free_blocks(&self) -> u32 {
+        match self {
+            Engine::Vllm(c) => c.available_blocks(),
+            Engine::Sglang(c) => c.free_pages(),
+        }
+    }
+
     /// Blocks (pages) a new allocation could take now, evicting cached ones if need be.
     pub fn available_blocks(&self) -> u32 {
         match self {

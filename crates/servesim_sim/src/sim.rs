@@ -550,10 +550,10 @@ impl Simulation {
     /// scheduler command, so a busy prefill rank frees it at its next boundary).
     fn activate(&mut self, i: u32, rank: usize) {
         self.collector.records[i as usize].worker = self.ranks[rank].worker;
-        let before = self.ranks[rank].engine.available_blocks();
+        let before = self.ranks[rank].engine.free_blocks();
         let reserved = self.ranks[rank].engine.activate(i as u64);
         debug_assert!(reserved, "a transfer goes only to a reservation");
-        if self.ranks[rank].engine.available_blocks() > before {
+        if self.ranks[rank].engine.free_blocks() > before {
             // Caching its prompt gave pages back (copies of pages cached meanwhile).
             self.ranks[rank].capacity_generation += 1;
         }

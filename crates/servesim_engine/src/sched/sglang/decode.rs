@@ -140,9 +140,10 @@ fn emit_tokens(core: &mut SglangCore, set: &mut Vec<u32>) {
 /// order). A request whose first token is also its last finishes right away and never
 /// gives that token a slot. The others' memory check covers only them, so only they can be
 /// retracted here. When a retraction happens, the step is timed as a decode of those that
-/// remain; otherwise the extend forward produced the tokens and takes no extra time. If
-/// the survivors' slots do not fit even after eviction, they get no token now (the next
-/// decode pass samples it). Returns the requests that join the running batch.
+/// remain; otherwise the extend forward produced the tokens and takes no extra time. A
+/// decode worker (whose extend passes readmit retracted requests) retracts nobody here. If
+/// the slots do not fit even after eviction, they get no token now (the next decode pass
+/// samples it, retracting if it must). Returns the requests that join the running batch.
 ///
 /// Differential fuzzing pinned these down: a step checked over everything running would
 /// retract running requests (or end a lone one as outgrowing the pool) where the reference
@@ -151,7 +152,11 @@ fn emit_tokens(core: &mut SglangCore, set: &mut Vec<u32>) {
 pub(super) fn first_tokens(core: &mut SglangCore, prefilled: Vec<u32>) -> Vec<u32> {
     let (finishing, mut rest): (Vec<u32>, Vec<u32>) =
         prefilled.into_iter().partition(|&s| core.req(s).remaining_output() == 1);
-    let victims = retract_until_fits(core, &mut rest);
+    let victims = if core.cfg.worker_type == crate::args::WorkerType::Decode {
+        Vec::new()
+    } else {
+        retract_until_fits(core, &mut rest)
+    };
     give_up_on_fruitless_prefills(core, &victims, &rest);
     if !victims.is_empty() && !rest.is_empty() {
         core.out.duration += decode_time(core, &rest);

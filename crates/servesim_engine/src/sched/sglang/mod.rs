@@ -173,6 +173,11 @@ impl SglangCore {
             || !self.waiting.is_empty() && !self.stalled && !self.destinations_pending
     }
 
+    /// Pages in no request's hands and in no cache.
+    pub fn free_pages(&self) -> u32 {
+        self.cache.free_pages()
+    }
+
     /// Pages a new allocation could take: free, or cached and evictable.
     pub fn available_blocks(&self) -> u32 {
         self.cache.free_pages() + self.cache.evictable_pages()
