@@ -310,6 +310,36 @@ test('an uploaded Mooncake trace runs', async ({ page }) => {
   expect(errors).toEqual([]);
 });
 
+test('a 200,000-line uploaded trace runs with progress while the page stays responsive', async ({ page }) => {
+  test.setTimeout(120_000);
+  const errors = watchErrors(page);
+  await page.goto('/');
+  await waitRun(page, 0);
+  await manual(page);
+  const n = await runsDone(page);
+  await page.locator('#f-workload-type').selectOption('trace');
+  const big = Buffer.from(trace(200_000));
+  await page.locator('#f-trace').setInputFiles({ name: 'big.jsonl', mimeType: 'application/json', buffer: big });
+  await expect(page.locator('#trace-info')).toContainText('big.jsonl: ');
+  await page.locator('#run').click();
+  await expect(page.locator('#status')).toHaveAttribute('data-state', 'running');
+  await expect.poll(() => page.locator('#progress').evaluate((p) => (p as HTMLProgressElement).value), { timeout: 30_000 }).toBeGreaterThan(0);
+  // The main thread answers, and the form takes input, while the engine works.
+  for (let i = 0; i < 3; i++) {
+    const t0 = Date.now();
+    await page.evaluate(() => 1 + 1);
+    expect(Date.now() - t0).toBeLessThan(500);
+  }
+  await page.locator('#f-name').fill('typed while running');
+  await expect(page.locator('#f-name')).toHaveValue('typed while running');
+  await waitRun(page, n, 90_000);
+  await expect(page.locator('#message')).toBeHidden();
+  const s = await summary(page);
+  expect(s.num_requests).toBe('200,000');
+  expect(s.completed_requests).toBe('200,000');
+  expect(errors).toEqual([]);
+});
+
 test('a long run shows progress, keeps the page responsive and can be cancelled', async ({ page }) => {
   await page.goto('/' + link({ workload: { type: 'synthetic', num_requests: 300000, rate_rps: 1000 } }));
   await expect(page.locator('#status')).toHaveAttribute('data-state', 'running');
