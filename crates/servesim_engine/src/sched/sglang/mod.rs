@@ -180,7 +180,7 @@ impl SglangCore {
 
     /// Pages a new allocation could take: free, or cached and evictable.
     pub fn available_blocks(&self) -> u32 {
-        self.cache.free_pages() + self.cache.evictable_pages()
+        self.free_pages() + self.cache.evictable_pages()
     }
 
     /// A pass with nothing to run and nothing to admit. It still decays `new_token_ratio`,
@@ -259,7 +259,6 @@ impl SglangCore {
             } else if gated || !(self.held.is_empty() && self.reserved.is_empty()) {
                 // Held prompts and reservations free or fill their pages later.
                 self.stalled = true;
-                self.idle_pass();
             } else if let Some(s) = self.waiting.pop_front() {
                 // Nothing runs and the head of the queue cannot start: the pool is as empty
                 // as it will ever be, so it never will (the reference aborts the replay).
