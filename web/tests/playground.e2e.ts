@@ -283,16 +283,23 @@ function trace(n: number): string {
   return lines.join('\n') + '\n';
 }
 
-test('an uploaded Mooncake trace runs', async ({ page }) => {
-  const errors = watchErrors(page);
+/** Opens the playground with auto-run off, uploads a trace file of `lines` and starts a run;
+ * returns the number of runs done before it. */
+async function runUploadedTrace(page: Page, name: string, lines: string): Promise<number> {
   await page.goto('/');
   await waitRun(page, 0);
   await manual(page);
-  let n = await runsDone(page);
+  const n = await runsDone(page);
   await page.locator('#f-workload-type').selectOption('trace');
-  await page.locator('#f-trace').setInputFiles({ name: 'small.jsonl', mimeType: 'application/json', buffer: Buffer.from(trace(60)) });
-  await expect(page.locator('#trace-info')).toContainText('small.jsonl: ');
+  await page.locator('#f-trace').setInputFiles({ name, mimeType: 'application/json', buffer: Buffer.from(lines) });
+  await expect(page.locator('#trace-info')).toContainText(`${name}: `);
   await page.locator('#run').click();
+  return n;
+}
+
+test('an uploaded Mooncake trace runs', async ({ page }) => {
+  const errors = watchErrors(page);
+  let n = await runUploadedTrace(page, 'small.jsonl', trace(60));
   await waitRun(page, n);
   await expect(page.locator('#message')).toBeHidden();
   const s = await summary(page);
@@ -313,15 +320,7 @@ test('an uploaded Mooncake trace runs', async ({ page }) => {
 test('a 200,000-line uploaded trace runs with progress while the page stays responsive', async ({ page }) => {
   test.setTimeout(120_000);
   const errors = watchErrors(page);
-  await page.goto('/');
-  await waitRun(page, 0);
-  await manual(page);
-  const n = await runsDone(page);
-  await page.locator('#f-workload-type').selectOption('trace');
-  const big = Buffer.from(trace(200_000));
-  await page.locator('#f-trace').setInputFiles({ name: 'big.jsonl', mimeType: 'application/json', buffer: big });
-  await expect(page.locator('#trace-info')).toContainText('big.jsonl: ');
-  await page.locator('#run').click();
+  const n = await runUploadedTrace(page, 'big.jsonl', trace(200_000));
   await expect(page.locator('#status')).toHaveAttribute('data-state', 'running');
   await expect.poll(() => page.locator('#progress').evaluate((p) => (p as HTMLProgressElement).value), { timeout: 30_000 }).toBeGreaterThan(0);
   // The main thread answers, and the form takes input, while the engine works.
