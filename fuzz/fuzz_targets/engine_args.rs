@@ -2,7 +2,7 @@
 //! errors, never panics; what is accepted validates and builds an engine core.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use servesim_engine::{Engine, EngineArgs, LaunchConfig};
+use servesim_engine::{Engine, EngineArgs, LaunchConfig, RankSetup};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(data) else { return };
@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(a) = EngineArgs::from_json(&v) {
         // Keep allocations small: the pool is sized by num_gpu_blocks.
         if a.validate().is_ok() && a.num_gpu_blocks <= 1 << 16 {
-            let _ = Engine::new(&a, 0, true);
+            let _ = Engine::new(&a, &RankSetup::single(true));
         }
     }
 });

@@ -1,14 +1,14 @@
-//! A whole tiny simulation from fuzzed settings and trace: through the real case and trace
-//! parsers, then run with the harness's invariant checks on (blocks balance, the clock never
-//! goes backwards, every request ends exactly once). It must finish within a small budget of
-//! timestamps, and every trace line must end exactly once in the report.
+//! A whole tiny simulation from fuzzed settings and trace: built as every caller builds a run
+//! (through the real case and trace parsers), then run with the harness's invariant checks on
+//! (blocks balance, the clock never goes backwards, every request ends exactly once). It must
+//! finish within a small budget of timestamps, and every trace line must end exactly once in
+//! the report.
 #![no_main]
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 use servesim_sim::replay::Case;
-use servesim_sim::workload::mooncake;
-use servesim_sim::Simulation;
+use servesim_sim::{build, BuildOptions, MemFiles};
 
 #[derive(Arbitrary, Debug)]
 struct Row {
@@ -96,9 +96,9 @@ fuzz_target!(|inp: Input| {
         "trace_block_size": tbs, "num_workers": workers, "router_mode": router,
         "extra_engine_args": {"engine": eng}}});
     let Ok(case) = Case::from_json_str(&case.to_string(), "case.json") else { return };
-    let Ok(cfg) = case.config() else { return };
-    let w = mooncake::parse(&text, tbs, "t.jsonl").expect("a generated trace parses");
-    let Ok(sim) = Simulation::new(&cfg, w) else { return };
+    let mut files = MemFiles::new();
+    files.insert("t.jsonl", text.into_bytes());
+    let Ok(sim) = build(&servesim_sim::Input::Case(case), &mut files, &BuildOptions::default()) else { return };
     let mut sim = sim.with_checks(true);
     let mut done = false;
     for _ in 0..BUDGET {

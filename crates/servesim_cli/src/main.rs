@@ -1,10 +1,9 @@
 //! `servesim`: replay Dynamo cases, run servesim scenarios, benchmark.
 
 use clap::{Parser, Subcommand};
-use servesim_sim::replay::{load_profiles, Case};
-use servesim_sim::scenario::{Scenario, WorkloadSpec};
-use servesim_sim::workload::mooncake;
-use servesim_sim::{RunReport, SimError, Simulation};
+use servesim_sim::replay::Case;
+use servesim_sim::scenario::Scenario;
+use servesim_sim::{build, BuildOptions, DirFiles, Input, RunReport, SimError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -71,20 +70,6 @@ fn read(path: &Path) -> Result<String, SimError> {
     std::fs::read_to_string(path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))
 }
 
-fn read_bytes(path: &Path) -> Result<Vec<u8>, SimError> {
-    std::fs::read(path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))
-}
-
-/// Streams a Mooncake trace from disk (never holding the file's text whole).
-fn read_trace(path: &Path, block_tokens: u32) -> Result<servesim_sim::Workload, SimError> {
-    let file = std::fs::File::open(path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
-    mooncake::parse_reader(std::io::BufReader::new(file), block_tokens, &path.display().to_string())
-}
-
-fn relative(base: &Path, p: &str) -> PathBuf {
-    base.parent().unwrap_or(Path::new(".")).join(p)
-}
-
 /// The answer goes to stdout; the time series, if asked for, to its file.
 fn output(report: RunReport, timeseries: Option<&Path>) -> Result<(), SimError> {
     if let Some(path) = timeseries {
@@ -94,30 +79,28 @@ fn output(report: RunReport, timeseries: Option<&Path>) -> Result<(), SimError> 
     print(|w| report.write_json(&mut *w))
 }
 
+/// Reads a scenario or replay case file: what to run, and where its files are.
+fn input(path: &Path, scenario: bool) -> Result<Input, SimError> {
+    let text = read(path)?;
+    Ok(if scenario {
+        Input::Scenario(Scenario::from_json_str(&text).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?)
+    } else {
+        Input::Case(Case::from_json_str(&text, &path.display().to_string())?)
+    })
+}
+
 fn replay(case_path: &Path, timeseries: bool) -> Result<RunReport, SimError> {
-    let case = Case::from_json_str(&read(case_path)?, &case_path.display().to_string())?;
-    let mut cfg = case.config()?;
-    load_profiles(&mut cfg, &mut |p| read_bytes(&relative(case_path, p)))?;
-    let trace_path = relative(case_path, &case.trace);
-    let workload = read_trace(&trace_path, case.trace_block_size())?;
-    Ok(Simulation::new(&cfg, workload)?.with_timeseries(timeseries).run())
+    simulate(case_path, false, timeseries)
 }
 
 fn run(path: &Path, timeseries: bool) -> Result<RunReport, SimError> {
-    let scenario = Scenario::from_json_str(&read(path)?).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
-    let mut cfg = scenario.config()?;
-    load_profiles(&mut cfg, &mut |p| read_bytes(&relative(path, p)))?;
-    let workload = match &scenario.workload {
-        WorkloadSpec::Synthetic(spec) => spec.generate()?,
-        WorkloadSpec::Trace { path: Some(p), trace_block_size, .. } => {
-            let trace_path = relative(path, p);
-            read_trace(&trace_path, *trace_block_size)?
-        }
-        WorkloadSpec::Trace { path: None, .. } => {
-            return Err(SimError::new("workload.path: a trace workload needs a path"));
-        }
-    };
-    Ok(Simulation::new(&cfg, workload)?.with_timeseries(timeseries).run())
+    simulate(path, true, timeseries)
+}
+
+fn simulate(path: &Path, scenario: bool, timeseries: bool) -> Result<RunReport, SimError> {
+    let input = input(path, scenario)?;
+    let opts = BuildOptions { timeseries, ..BuildOptions::default() };
+    Ok(build(&input, &mut DirFiles::beside(path), &opts)?.run())
 }
 
 fn bench(case_path: &Path, runs: u32) -> Result<String, SimError> {

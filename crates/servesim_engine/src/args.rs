@@ -162,9 +162,6 @@ pub struct EngineArgs {
     /// `--planner-profile-data`; same as an external `dynamo_profile` timing model.
     #[serde(default)]
     pub planner_profile_data: Option<String>,
-    /// The profile's contents, loaded by the caller (the engine reads no files).
-    #[serde(skip)]
-    pub profile: Option<std::sync::Arc<crate::perf::interpolated::Profile>>,
 }
 
 /// The whole launch configuration (`extra_engine_args` of Dynamo's replay).
@@ -477,7 +474,7 @@ mod tests {
         let e = EngineArgs::from_json(&json!({"timing_model": {"type": "external", "provider": "dynamo_profile"}})).unwrap_err();
         assert!(e.0.contains("engine.timing_model.config.path"), "{e}");
         // Unloaded, the engine refuses to guess a timing.
-        let e = crate::perf::PassTimer::from_args(&a).unwrap_err();
+        let e = crate::perf::PassTimer::from_args(&a, None).unwrap_err();
         assert!(e.0.contains("q.npz") && e.0.contains("not loaded"), "{e}");
     }
 }

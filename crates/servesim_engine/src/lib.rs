@@ -1,5 +1,5 @@
 //! servesim's engine core: a deterministic, clock-free state machine modelled on NVIDIA
-//! Dynamo's mocker. The harness submits requests and calls [`Engine::step`] once per forward
+//! Dynamo's mocker. The harness submits requests and calls [`Scheduler::step`] once per forward
 //! pass; the pass's duration comes from the performance model.
 
 pub mod args;
@@ -12,6 +12,8 @@ pub mod sched;
 pub mod sequence;
 
 pub use args::{ArgsError, Backend, EngineArgs, LaunchConfig, WorkerType};
-pub use engine::{Admission, Engine, Finished, Outcome, PassOutput, Reservation};
+pub use engine::Engine;
 pub use metrics::RankMetrics;
+pub use sched::contract::{HandOff, RankSetup, Scheduler};
+pub use sched::output::{Admission, Finished, Outcome, PassOutput, Reservation};
 pub use sequence::{Prompt, Request};

@@ -1,39 +1,20 @@
 //! servesim's harness: engine cores on one virtual clock behind a router, fed by a workload,
-//! observed by a report collector.
+//! observed by a report collector. [`build`] turns a scenario or a replay case into a
+//! [`Simulation`]; every caller (the CLI, the page, tests, fuzz targets) builds runs with it.
 
+pub mod build;
 pub mod cluster;
+mod error;
 pub mod replay;
 pub mod report;
 pub mod scenario;
+mod queue;
 pub mod sim;
 pub mod workload;
 
+pub use build::{build, BuildOptions, DirFiles, Files, Input, Interval, MemFiles, Profiles};
+pub use error::SimError;
+pub use report::RunReport;
 pub use scenario::{Scenario, SimConfig};
-pub use sim::{RunReport, Simulation};
+pub use sim::Simulation;
 pub use workload::Workload;
-
-use std::fmt;
-
-/// A user-facing error: bad input, named by file and line or by field.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SimError(pub String);
-
-impl SimError {
-    pub fn new(msg: impl Into<String>) -> Self {
-        SimError(msg.into())
-    }
-}
-
-impl fmt::Display for SimError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SimError {}
-
-impl From<servesim_engine::ArgsError> for SimError {
-    fn from(e: servesim_engine::ArgsError) -> Self {
-        SimError(e.0)
-    }
-}

@@ -104,32 +104,9 @@ impl Case {
             arrival_speedup_ratio: r.arrival_speedup_ratio.unwrap_or(1.0),
             seed: r.seed.unwrap_or(42),
             timeseries_interval_ms: r.timeseries_interval_ms.unwrap_or(1000.0),
+            profiles: Default::default(),
         };
         cfg.validate()?;
         Ok(cfg)
     }
-}
-
-/// Loads the NPZ profile each engine names (`timing_model` `dynamo_profile` or
-/// `planner_profile_data`) into its arguments. `read` turns a path as written in the
-/// configuration into the file's bytes; the caller resolves it (Dynamo's replay takes it
-/// relative to the case file), so the harness itself touches no files.
-pub fn load_profiles(
-    cfg: &mut SimConfig,
-    read: &mut dyn FnMut(&str) -> Result<Vec<u8>, SimError>,
-) -> Result<(), SimError> {
-    let mut engines = vec![&mut cfg.launch.engine];
-    if let Some(d) = cfg.disagg.as_mut() {
-        engines.push(&mut d.prefill.engine);
-        engines.push(&mut d.decode.engine);
-    }
-    for engine in engines {
-        if let Some(path) = engine.profile_path().map(str::to_string) {
-            let bytes = read(&path)?;
-            let profile = servesim_engine::perf::interpolated::Profile::from_npz(&bytes)
-                .map_err(|e| SimError::new(format!("{path}: {e}")))?;
-            engine.profile = Some(std::sync::Arc::new(profile));
-        }
-    }
-    Ok(())
 }

@@ -1,64 +1,46 @@
-//! Plain-Rust conversions behind the JS handle: building a run from a scenario, per-request
-//! records as columns, and the harness's time series as columns.
+//! Plain-Rust conversions behind the JS handle: the page's uploads as the files a run reads,
+//! per-request records as columns, and the harness's time series as columns.
 
 use servesim_sim::report::timeseries::TimeSeries;
 use servesim_sim::report::{RequestRecord, Status};
-use servesim_sim::replay::load_profiles;
-use servesim_sim::scenario::WorkloadSpec;
-use servesim_sim::workload::mooncake;
-use servesim_sim::{Scenario, SimError, Simulation};
+use servesim_sim::workload::{mooncake, Workload};
+use servesim_sim::{Files, SimError};
 
 /// A `read` for runs with no uploaded files.
 pub fn no_files(name: &str) -> Result<Vec<u8>, SimError> {
     Err(SimError::new(format!("`{name}` is not loaded (upload the file)")))
 }
 
-/// Named columns of equal length.
-pub type Columns = Vec<(&'static str, Vec<f64>)>;
-
-/// How the time-series window is chosen.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Interval {
-    /// The scenario's `timeseries_interval_ms`.
-    Scenario,
-    /// About 80 windows over the arrivals (plus a margin for the tail).
-    Auto,
-    Fixed(f64),
+/// The page's files: the uploaded trace (whatever the scenario calls it) and other uploads
+/// (NPZ profiles), handed over by `read` under the names the scenario gives them.
+pub struct Uploads<'a> {
+    pub trace: Option<&'a [u8]>,
+    pub read: &'a mut dyn FnMut(&str) -> Result<Vec<u8>, SimError>,
 }
 
-/// Builds the run: generates the synthetic workload, or parses the uploaded trace text.
-/// `read` hands over an uploaded file (an NPZ profile) by the name the scenario gives it.
-pub fn build(
-    scenario: &Scenario,
-    trace: Option<&str>,
-    interval: Interval,
-    read: &mut dyn FnMut(&str) -> Result<Vec<u8>, SimError>,
-) -> Result<Simulation, SimError> {
-    let mut cfg = scenario.config()?;
-    load_profiles(&mut cfg, read)?;
-    let workload = match &scenario.workload {
-        WorkloadSpec::Synthetic(spec) => spec.generate()?,
-        WorkloadSpec::Trace { path, trace_block_size, .. } => {
-            let name = path.as_deref().unwrap_or("trace.jsonl");
-            let text = trace.ok_or_else(|| {
-                SimError::new(format!("workload.path: the trace `{name}` is not loaded (upload the file)"))
-            })?;
-            mooncake::parse(text, *trace_block_size, name)?
-        }
-    };
-    match interval {
-        Interval::Scenario => {}
-        Interval::Fixed(ms) => cfg.timeseries_interval_ms = ms,
-        Interval::Auto => {
-            let (lo, hi) = workload.rows.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| (lo.min(r.timestamp), hi.max(r.timestamp)));
-            let span = (hi - lo) / cfg.arrival_speedup_ratio;
-            if span.is_finite() && span > 0.0 {
-                cfg.timeseries_interval_ms = nice_interval(span * 1.2, 80.0);
-            }
+impl Files for Uploads<'_> {
+    fn read(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
+        (self.read)(name)
+    }
+
+    fn trace(&mut self, name: &str, block_tokens: u32) -> Result<Workload, SimError> {
+        let Some(bytes) = self.trace else {
+            return Err(SimError::new(format!("workload.path: the trace `{name}` is not loaded (upload the file)")));
+        };
+        match std::str::from_utf8(bytes) {
+            Ok(text) => mooncake::parse(text, block_tokens, name),
+            // Line by line, so the error names the line that is not UTF-8, as the native one does.
+            Err(_) => mooncake::parse_reader(bytes, block_tokens, name),
         }
     }
-    Simulation::new(&cfg, workload)
+
+    fn unnamed_trace(&self) -> Option<&str> {
+        Some("trace.jsonl")
+    }
 }
+
+/// Named columns of equal length.
+pub type Columns = Vec<(&'static str, Vec<f64>)>;
 
 fn opt(x: Option<f64>) -> f64 {
     x.unwrap_or(f64::NAN)
@@ -108,17 +90,6 @@ pub struct Series {
     pub ranks: Vec<RankSeries>,
 }
 
-/// A round window width giving about `target` windows over `span_ms`.
-pub fn nice_interval(span_ms: f64, target: f64) -> f64 {
-    if !(span_ms.is_finite() && span_ms > 0.0) {
-        return 1.0;
-    }
-    let raw = span_ms / target;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0].into_iter().find(|m| m * mag >= raw).unwrap_or(10.0);
-    (step * mag).max(1e-3)
-}
-
 /// The harness's time series as named columns.
 pub fn engine_series(ts: &TimeSeries) -> Series {
     let c = &ts.cluster;
@@ -153,23 +124,24 @@ pub fn engine_series(ts: &TimeSeries) -> Series {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use servesim_sim::{build, BuildOptions, Input, Interval, Scenario, Simulation};
+
+    type Read<'a> = &'a mut dyn FnMut(&str) -> Result<Vec<u8>, SimError>;
+
+    fn build_with(s: &Scenario, trace: Option<&str>, interval: Interval, read: Read) -> Result<Simulation, SimError> {
+        let mut files = Uploads { trace: trace.map(str::as_bytes), read };
+        build(&Input::Scenario(s.clone()), &mut files, &BuildOptions { interval, timeseries: true })
+    }
 
     fn run(json: &str) -> servesim_sim::RunReport {
         let s = Scenario::from_json_str(json).unwrap();
-        build(&s, None, Interval::Scenario, &mut no_files).unwrap().run()
-    }
-
-    #[test]
-    fn intervals_are_round() {
-        assert_eq!(nice_interval(12_000.0, 120.0), 100.0);
-        assert_eq!(nice_interval(25_000.0, 120.0), 500.0);
-        assert_eq!(nice_interval(0.0, 120.0), 1.0);
+        build_with(&s, None, Interval::Configured, &mut no_files).unwrap().run()
     }
 
     #[test]
     fn series_conserve_tokens_and_requests() {
         let s = Scenario::from_json_str(r#"{"cluster": {"num_workers": 2}, "workload": {"type": "synthetic", "num_requests": 120}}"#).unwrap();
-        let report = build(&s, None, Interval::Auto, &mut no_files).unwrap().run();
+        let report = build_with(&s, None, Interval::Auto, &mut no_files).unwrap().run();
         let sum = report.summary();
         let series = engine_series(report.timeseries());
         let n = series.t_ms.len();
@@ -204,24 +176,24 @@ mod tests {
     #[test]
     fn trace_workloads_need_the_text_and_name_the_line() {
         let s = Scenario::from_json_str(r#"{"workload": {"type": "trace", "path": "up.jsonl", "trace_block_size": 16}}"#).unwrap();
-        let e = build(&s, None, Interval::Scenario, &mut no_files).err().unwrap();
+        let e = build_with(&s, None, Interval::Configured, &mut no_files).err().unwrap();
         assert!(e.0.contains("up.jsonl"), "{e}");
-        let e = build(&s, Some("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1]}\nnope\n"), Interval::Scenario, &mut no_files).err().unwrap();
+        let e = build_with(&s, Some("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1]}\nnope\n"), Interval::Configured, &mut no_files).err().unwrap();
         assert!(e.0.starts_with("up.jsonl:2:"), "{e}");
-        let ok = build(&s, Some("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1]}\n"), Interval::Scenario, &mut no_files).unwrap().run();
+        let ok = build_with(&s, Some("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1]}\n"), Interval::Configured, &mut no_files).unwrap().run();
         assert_eq!(ok.collector.records.len(), 1);
     }
 
     #[test]
     fn npz_profiles_come_from_uploads() {
         let s = Scenario::from_json_str(r#"{"engine": {"timing_model": {"type": "external", "provider": "dynamo_profile", "config": {"path": "p.npz"}}}, "workload": {"type": "synthetic", "num_requests": 5}}"#).unwrap();
-        let e = build(&s, None, Interval::Scenario, &mut no_files).err().unwrap();
+        let e = build_with(&s, None, Interval::Configured, &mut no_files).err().unwrap();
         assert!(e.0.contains("p.npz") && e.0.contains("upload"), "{e}");
-        let e = build(&s, None, Interval::Scenario, &mut |_| Ok(b"not a zip".to_vec())).err().unwrap();
+        let e = build_with(&s, None, Interval::Configured, &mut |_| Ok(b"not a zip".to_vec())).err().unwrap();
         assert!(e.0.starts_with("p.npz: "), "{e}");
         let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/profiles/profile-a.npz")).unwrap();
         let polynomial = run(r#"{"workload": {"type": "synthetic", "num_requests": 5}}"#).summary();
-        let profiled = build(&s, None, Interval::Scenario, &mut |name| {
+        let profiled = build_with(&s, None, Interval::Configured, &mut |name| {
             assert_eq!(name, "p.npz");
             Ok(bytes.clone())
         })

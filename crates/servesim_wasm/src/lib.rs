@@ -11,11 +11,11 @@
 
 pub mod columns;
 
-use columns::{Columns, Series};
+use columns::{Columns, Series, Uploads};
 use js_sys::{Array, Float64Array, Object, Reflect, Uint8Array};
 use serde::Serialize;
 use servesim_sim::report::Status;
-use servesim_sim::{RunReport, Scenario, SimError};
+use servesim_sim::{build, BuildOptions, Input, Interval, RunReport, Scenario, SimError};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -73,18 +73,11 @@ pub fn normalize_scenario(json: &str) -> Result<String, JsError> {
 /// megabytes, and converting them to and from JS strings was 4 % of a replay.
 #[wasm_bindgen(js_name = replayCase)]
 pub fn replay_case(case_json: &str, source: &str, trace: &[u8], files: Option<Object>) -> Result<Vec<u8>, JsError> {
-    use servesim_sim::workload::mooncake;
     let case = servesim_sim::replay::Case::from_json_str(case_json, source).map_err(js_err)?;
-    let mut cfg = case.config().map_err(js_err)?;
-    servesim_sim::replay::load_profiles(&mut cfg, &mut |name| read_file(&files, name)).map_err(js_err)?;
-    let workload = match std::str::from_utf8(trace) {
-        Ok(text) => mooncake::parse(text, case.trace_block_size(), &case.trace),
-        // Line by line, so the error names the line that is not UTF-8, as the native one does.
-        Err(_) => mooncake::parse_reader(trace, case.trace_block_size(), &case.trace),
-    }
-    .map_err(js_err)?;
+    let mut uploads = Uploads { trace: Some(trace), read: &mut |name| read_file(&files, name) };
     // Its output has no time series: skip recording them, as the native replay does.
-    let report = servesim_sim::Simulation::new(&cfg, workload).map_err(js_err)?.with_timeseries(false).run();
+    let opts = BuildOptions { timeseries: false, ..BuildOptions::default() };
+    let report = build(&Input::Case(case), &mut uploads, &opts).map_err(js_err)?.run();
     let mut out = Vec::new();
     report.write_json(&mut out).map_err(js_err)?;
     Ok(out)
@@ -147,12 +140,14 @@ impl Simulation {
     pub fn new(scenario_json: &str, trace: Option<String>, interval_ms: Option<f64>, files: Option<Object>) -> Result<Simulation, JsError> {
         let scenario = Scenario::from_json_str(scenario_json).map_err(js_err)?;
         let interval = match interval_ms {
-            None => columns::Interval::Scenario,
-            Some(ms) if ms == 0.0 => columns::Interval::Auto,
-            Some(ms) if ms.is_finite() && ms > 0.0 => columns::Interval::Fixed(ms),
+            None => Interval::Configured,
+            Some(ms) if ms == 0.0 => Interval::Auto,
+            Some(ms) if ms.is_finite() && ms > 0.0 => Interval::Fixed(ms),
             Some(_) => return Err(JsError::new("interval_ms must be 0 (automatic) or a positive number")),
         };
-        let sim = columns::build(&scenario, trace.as_deref(), interval, &mut |name| read_file(&files, name)).map_err(js_err)?;
+        let mut uploads = Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name) };
+        let opts = BuildOptions { interval, timeseries: true };
+        let sim = build(&Input::Scenario(scenario), &mut uploads, &opts).map_err(js_err)?;
         Ok(Simulation { state: State::Running(Box::new(sim)), cancelled: false, last_progress: 0.0, now_ms: 0.0 })
     }
 

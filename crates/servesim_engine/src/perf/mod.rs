@@ -74,13 +74,15 @@ impl PassTimer {
         PassTimer { model, prefill_divisor: s, decode_divisor: s * d }
     }
 
-    pub fn from_args(args: &EngineArgs) -> Result<Self, crate::args::ArgsError> {
+    /// The timer the arguments describe; `profile` is the NPZ profile they name, loaded by the
+    /// caller (the engine reads no files).
+    pub fn from_args(args: &EngineArgs, profile: Option<&Arc<Profile>>) -> Result<Self, crate::args::ArgsError> {
         let model = match (&args.timing_model, args.profile_path()) {
-            (_, Some(path)) => match &args.profile {
+            (_, Some(path)) => match profile {
                 Some(p) => PerfModel::Interpolated(p.clone()),
                 None => {
                     return Err(crate::args::ArgsError(format!(
-                        "engine.timing_model: the profile `{path}` was not loaded (the caller reads it and sets `profile`)"
+                        "engine.timing_model: the profile `{path}` was not loaded (the caller reads it and passes it in)"
                     )));
                 }
             },

@@ -1,7 +1,11 @@
-//! Workers, their data-parallel ranks, and the routers in front of them.
+//! Workers, their data-parallel ranks, the routers in front of them, and the hand-off between
+//! prefill and decode pools.
 
+pub(crate) mod fleet;
+pub(crate) mod handoff;
 pub mod indexer;
 pub mod router;
 
+pub use handoff::TransferArgs;
 pub use indexer::Indexer;
 pub use router::{Placement, RouteQuery, Router, RouterConfig, RouterMode};

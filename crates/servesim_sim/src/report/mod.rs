@@ -3,8 +3,10 @@
 
 mod sketch;
 mod stats;
+mod run;
 pub mod timeseries;
 
+pub use run::RunReport;
 pub use sketch::DdSketch;
 use serde::Serialize;
 use serde_json::{Map, Value};

@@ -25,6 +25,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Window of the time series, in virtual ms.
     pub timeseries_interval_ms: f64,
+    /// NPZ profiles the engines name, loaded by `build` (the harness reads no files itself).
+    pub profiles: crate::build::Profiles,
 }
 
 /// Disaggregated serving: prompts run on the prefill pool, their KV moves to the decode pool.
@@ -46,6 +48,14 @@ impl Disagg {
 }
 
 impl SimConfig {
+    /// The engine arguments of every pool.
+    pub fn engines(&self) -> Vec<&EngineArgs> {
+        match &self.disagg {
+            None => vec![&self.launch.engine],
+            Some(d) => vec![&self.launch.engine, &d.prefill.engine, &d.decode.engine],
+        }
+    }
+
     pub fn validate(&self) -> Result<(), SimError> {
         self.launch.validate()?;
         if self.num_workers == 0 || self.num_workers > 4096 {
@@ -233,6 +243,7 @@ impl Scenario {
             arrival_speedup_ratio: speed,
             seed: self.seed,
             timeseries_interval_ms: self.timeseries_interval_ms,
+            profiles: Default::default(),
         };
         cfg.validate()?;
         Ok(cfg)

@@ -9,7 +9,8 @@
 //! prefill and leaves 13 in the tree when it finishes.
 
 use super::SglangCore;
-use crate::engine::Outcome;
+use crate::sched::contract::Scheduler;
+use crate::sched::output::Outcome;
 
 /// Decode steps each surviving request is assumed to run before the next retraction.
 const RETRACT_DECODE_STEPS: u64 = 20;

@@ -5,7 +5,8 @@
 
 use super::request::SgRequest;
 use super::SglangCore;
-use crate::engine::{Admission, Finished, Outcome, Reservation};
+use crate::sched::contract::{HandOff, Scheduler};
+use crate::sched::output::{Admission, Finished, Outcome, Reservation};
 use crate::sequence::Request;
 
 impl SglangCore {
@@ -17,9 +18,24 @@ impl SglangCore {
         self.out.finished.push(Finished { id, outcome: Outcome::Completed, steady_tokens: 0 });
     }
 
+    /// Activated requests join the running batch, in order, while it has room. Joining is
+    /// an admission (with no reuse): a request retracted later is re-admitted.
+    pub(super) fn join_arrived(&mut self) {
+        while self.running.len() < self.cfg.max_running {
+            let Some(s) = self.arrived.pop_front() else { break };
+            self.running.push(s);
+            let r = self.req_mut(s);
+            r.seq.admissions += 1;
+            let admission = Admission { id: r.seq.id, reused_tokens: 0, readmission: false };
+            self.out.admissions.push(admission);
+        }
+    }
+}
+
+impl HandOff for SglangCore {
     /// Frees the pages a prefill worker held for request `id`: its full pages enter the
     /// radix tree only now (unlocked), the rest return to the pool.
-    pub fn release_source(&mut self, id: u64) {
+    fn release_source(&mut self, id: u64) {
         if let Some(s) = self.held.remove(&id) {
             self.cache_materialized(s);
             self.release(s);
@@ -31,7 +47,7 @@ impl SglangCore {
 
     /// Takes pages for a prompt about to be transferred: its cached prefix is locked, the
     /// rest taken from the pool (evicting if needed). It runs from its activation on.
-    pub fn reserve_destination(&mut self, req: Request) -> Reservation {
+    fn reserve_destination(&mut self, req: Request) -> Reservation {
         if self.ceil_page(req.prompt.len()) as u64 > self.pool_tokens() {
             return Reservation::NeverFits;
         }
@@ -70,7 +86,7 @@ impl SglangCore {
 
     /// The KV of reservation `id` arrived: its full pages enter the cache and it queues to
     /// join the running batch. False if nothing was reserved for it.
-    pub fn activate(&mut self, id: u64) -> bool {
+    fn activate(&mut self, id: u64) -> bool {
         let Some(s) = self.reserved.remove(&id) else { return false };
         self.cache_materialized(s);
         self.arrived.push_back(s);
@@ -78,16 +94,29 @@ impl SglangCore {
         true
     }
 
-    /// Activated requests join the running batch, in order, while it has room. Joining is
-    /// an admission (with no reuse): a request retracted later is re-admitted.
-    pub(super) fn join_arrived(&mut self) {
-        while self.running.len() < self.cfg.max_running {
-            let Some(s) = self.arrived.pop_front() else { break };
-            self.running.push(s);
-            let r = self.req_mut(s);
-            r.seq.admissions += 1;
-            let admission = Admission { id: r.seq.id, reused_tokens: 0, readmission: false };
-            self.out.admissions.push(admission);
+    /// Reservations wait for room on this rank (or none do).
+    fn set_destinations_pending(&mut self, pending: bool) {
+        if self.destinations_pending && !pending {
+            // Prefill batches may form again.
+            self.stalled = false;
         }
+        self.destinations_pending = pending;
+    }
+
+    /// Pages in no request's hands and in no cache.
+    fn reservation_capacity(&self) -> u32 {
+        self.cache.free_pages()
+    }
+
+    fn idle_with_queue(&self) -> bool {
+        self.running.is_empty() && self.arrived.is_empty() && !self.waiting.is_empty()
+    }
+
+    /// A pass with nothing to run and nothing to admit. It still decays `new_token_ratio`,
+    /// and the reference repeats a pass that changed nothing else at the same instant until
+    /// the ratio stops changing: the ratio ends at its floor. (Found on tiny decode pools:
+    /// requests retracted there were readmitted, after such a pass, as the floor allows.)
+    fn idle_pass(&mut self) {
+        self.ratio.current = self.ratio.min;
     }
 }

@@ -1,7 +1,7 @@
 //! The SGLang-style scheduler: a radix prefix cache with pages of `block_size` tokens,
 //! extend ("prefill") passes formed under three budgets, decode passes for everything
-//! running, and retraction under decode memory pressure. Rules and their evidence:
-//! `shared/reference/verified-sglang-cluster.md` §1.
+//! running, and retraction under decode memory pressure. The rules found against the
+//! reference are listed in `docs/fidelity.md`.
 //!
 //! One pass either extends (prefills) a batch taken from `waiting` — the running requests
 //! then wait, only the newly prefilled get their token — or, when no batch forms, decodes
@@ -19,7 +19,8 @@ mod prefill_batch;
 mod request;
 
 use crate::args::{ArgsError, EngineArgs, SchedulePolicy, WorkerType};
-use crate::engine::{Finished, Outcome, PassOutput};
+use crate::sched::contract::{RankSetup, Scheduler};
+use crate::sched::output::{Finished, Outcome, PassOutput};
 use crate::kv::{EventSink, RadixCache, ROOT};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
@@ -91,7 +92,8 @@ pub struct SglangCore {
 }
 
 impl SglangCore {
-    pub fn new(args: &EngineArgs, dp_rank: u32, dp_size: u32, emit_events: bool) -> Result<Self, ArgsError> {
+    pub fn new(args: &EngineArgs, setup: &RankSetup) -> Result<Self, ArgsError> {
+        let (dp_rank, dp_size) = (setup.dp_rank, setup.dp_size);
         let sg = args.sglang();
         let cfg = Config {
             page: args.block_size(),
@@ -104,10 +106,10 @@ impl SglangCore {
             clip_max_new_tokens: sg.clip_max_new_tokens,
             worker_type: args.worker_type,
         };
-        let events = emit_events && cfg.prefix_caching && cfg.worker_type != WorkerType::Decode;
+        let events = setup.emit_events && cfg.prefix_caching && cfg.worker_type != WorkerType::Decode;
         Ok(SglangCore {
             cache: RadixCache::new(cfg.pages, EventSink::new(events, dp_rank)),
-            timer: PassTimer::from_args(args)?,
+            timer: PassTimer::from_args(args, setup.profile.as_ref())?,
             ratio: TokenRatio::new(if dp_size > 1 { sg.schedule_conservativeness * 0.3 } else { sg.schedule_conservativeness }),
 
             cfg,
@@ -128,19 +130,6 @@ impl SglangCore {
         })
     }
 
-    pub fn submit(&mut self, req: Request) {
-        let slot = self.slot_for(SgRequest::new(req));
-        if self.never_fits(slot).is_some() {
-            self.refused.push(slot);
-        } else {
-            self.waiting.push_back(slot);
-            // New input ends a stall: under LPM the newcomer may sort ahead of a head that
-            // cannot fit, and fit itself (found on a prefill worker whose held prompts fill
-            // its pool).
-            self.stalled = false;
-        }
-    }
-
     fn slot_for(&mut self, r: SgRequest) -> u32 {
         match self.free_slots.pop() {
             Some(s) => {
@@ -152,51 +141,6 @@ impl SglangCore {
                 (self.reqs.len() - 1) as u32
             }
         }
-    }
-
-    /// Reservations wait for room on this rank (or none do).
-    pub fn set_destinations_pending(&mut self, pending: bool) {
-        if self.destinations_pending && !pending {
-            // Prefill batches may form again.
-            self.stalled = false;
-        }
-        self.destinations_pending = pending;
-    }
-
-    /// Whether a pass now would do anything (nothing can start while the pool's room is
-    /// held by finished prompts or reservations awaiting their KV, or while destinations
-    /// wait for room: no prefill batch forms then).
-    pub fn has_work(&self) -> bool {
-        !self.running.is_empty()
-            || !self.refused.is_empty()
-            || !self.arrived.is_empty()
-            || !self.waiting.is_empty() && !self.stalled && !self.destinations_pending
-    }
-
-    /// Pages in no request's hands and in no cache.
-    pub fn free_pages(&self) -> u32 {
-        self.cache.free_pages()
-    }
-
-    /// Pages a new allocation could take: free, or cached and evictable.
-    pub fn available_blocks(&self) -> u32 {
-        self.free_pages() + self.cache.evictable_pages()
-    }
-
-    /// A pass with nothing to run and nothing to admit. It still decays `new_token_ratio`,
-    /// and the reference repeats a pass that changed nothing else at the same instant until
-    /// the ratio stops changing: the ratio ends at its floor. (Found on tiny decode pools:
-    /// requests retracted there were readmitted, after such a pass, as the floor allows.)
-    pub fn idle_pass(&mut self) {
-        self.ratio.current = self.ratio.min;
-    }
-
-    pub fn idle_with_queue(&self) -> bool {
-        self.running.is_empty() && self.arrived.is_empty() && !self.waiting.is_empty()
-    }
-
-    pub fn in_flight(&self) -> usize {
-        self.waiting.len() + self.running.len() + self.refused.len() + self.arrived.len()
     }
 
     /// Why request `s` can never finish in this pool, if it cannot: its prompt and output
@@ -238,40 +182,6 @@ impl SglangCore {
 
     fn ceil_page(&self, tokens: u32) -> u32 {
         tokens.div_ceil(self.cfg.page) * self.cfg.page
-    }
-
-    /// One forward pass.
-    pub fn step(&mut self, _now_ms: f64) -> &PassOutput {
-        self.out.clear();
-        for s in std::mem::take(&mut self.refused) {
-            let reason = self.never_fits(s).expect("refused for a reason");
-            self.finish(s, Outcome::Unschedulable(reason));
-        }
-        self.join_arrived();
-        policy::reorder_waiting(self);
-        // No new prefill while transferred requests wait for a running slot or reservations
-        // wait for room: either would lose the pages to requests that still need a prefill.
-        let gated = !self.arrived.is_empty() || self.destinations_pending;
-        let batch = if gated { Vec::new() } else { prefill_batch::form(self) };
-        if batch.is_empty() {
-            if !self.running.is_empty() {
-                decode::decode_pass(self);
-            } else if gated || !(self.held.is_empty() && self.reserved.is_empty()) {
-                // Held prompts and reservations free or fill their pages later.
-                self.stalled = true;
-            } else if let Some(s) = self.waiting.pop_front() {
-                // Nothing runs and the head of the queue cannot start: the pool is as empty
-                // as it will ever be, so it never will (the reference aborts the replay).
-                let reason = prefill_batch::unschedulable_reason(self, s);
-                self.finish(s, Outcome::Unschedulable(reason));
-            }
-        } else {
-            prefill_batch::run(self, batch);
-        }
-        let (hit, query) = (self.out.metrics.cache_hit_tokens, self.out.metrics.cache_query_tokens);
-        self.out.metrics = RankMetrics { cache_hit_tokens: hit, cache_query_tokens: query, ..self.metrics() };
-        self.cache.events.drain_into(&mut self.out.kv_events);
-        &self.out
     }
 
     /// Page keys ((local, sequence) hashes) of request `s`'s full pages `from..to`.
@@ -342,7 +252,76 @@ impl SglangCore {
         self.out.finished.push(Finished { id: r.seq.id, outcome, steady_tokens: 0 });
     }
 
-    pub fn abandon(&mut self, reason: &str) -> Vec<Finished> {
+}
+
+impl Scheduler for SglangCore {
+    fn submit(&mut self, req: Request) {
+        let slot = self.slot_for(SgRequest::new(req));
+        if self.never_fits(slot).is_some() {
+            self.refused.push(slot);
+        } else {
+            self.waiting.push_back(slot);
+            // New input ends a stall: under LPM the newcomer may sort ahead of a head that
+            // cannot fit, and fit itself (found on a prefill worker whose held prompts fill
+            // its pool).
+            self.stalled = false;
+        }
+    }
+
+    /// One forward pass.
+    fn step(&mut self) -> &PassOutput {
+        self.out.clear();
+        for s in std::mem::take(&mut self.refused) {
+            let reason = self.never_fits(s).expect("refused for a reason");
+            self.finish(s, Outcome::Unschedulable(reason));
+        }
+        self.join_arrived();
+        policy::reorder_waiting(self);
+        // No new prefill while transferred requests wait for a running slot or reservations
+        // wait for room: either would lose the pages to requests that still need a prefill.
+        let gated = !self.arrived.is_empty() || self.destinations_pending;
+        let batch = if gated { Vec::new() } else { prefill_batch::form(self) };
+        if batch.is_empty() {
+            if !self.running.is_empty() {
+                decode::decode_pass(self);
+            } else if gated || !(self.held.is_empty() && self.reserved.is_empty()) {
+                // Held prompts and reservations free or fill their pages later.
+                self.stalled = true;
+            } else if let Some(s) = self.waiting.pop_front() {
+                // Nothing runs and the head of the queue cannot start: the pool is as empty
+                // as it will ever be, so it never will (the reference aborts the replay).
+                let reason = prefill_batch::unschedulable_reason(self, s);
+                self.finish(s, Outcome::Unschedulable(reason));
+            }
+        } else {
+            prefill_batch::run(self, batch);
+        }
+        let (hit, query) = (self.out.metrics.cache_hit_tokens, self.out.metrics.cache_query_tokens);
+        self.out.metrics = RankMetrics { cache_hit_tokens: hit, cache_query_tokens: query, ..self.metrics() };
+        self.cache.events.drain_into(&mut self.out.kv_events);
+        &self.out
+    }
+
+    /// Whether a pass now would do anything (nothing can start while the pool's room is
+    /// held by finished prompts or reservations awaiting their KV, or while destinations
+    /// wait for room: no prefill batch forms then).
+    fn has_work(&self) -> bool {
+        !self.running.is_empty()
+            || !self.refused.is_empty()
+            || !self.arrived.is_empty()
+            || !self.waiting.is_empty() && !self.stalled && !self.destinations_pending
+    }
+
+    fn in_flight(&self) -> usize {
+        self.waiting.len() + self.running.len() + self.refused.len() + self.arrived.len()
+    }
+
+    /// Pages a new allocation could take: free, or cached and evictable.
+    fn available_blocks(&self) -> u32 {
+        self.cache.free_pages() + self.cache.evictable_pages()
+    }
+
+    fn abandon(&mut self, reason: &str) -> Vec<Finished> {
         let mut all: Vec<u32> = self.running.drain(..).collect();
         all.extend(self.waiting.drain(..));
         all.append(&mut self.refused);
@@ -355,11 +334,11 @@ impl SglangCore {
         self.out.finished.split_off(mark)
     }
 
-    pub fn metrics(&self) -> RankMetrics {
+    fn metrics(&self) -> RankMetrics {
         RankMetrics::snapshot(self.dp_rank, self.cache.used_pages() as u64, self.cfg.pages as u64, self.running.len(), self.waiting.len(), self.retractions_total)
     }
 
-    pub fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), String> {
         self.cache.check()?;
         let private: u32 = self.reqs.iter().flatten().map(|r| r.private_pages).sum();
         if private != self.cache.used_pages() - self.cache.protected_pages() {

@@ -8,7 +8,8 @@
 //! - `rem_chunk` (`chunked_prefill_size`): truncates the chunk to whole pages.
 
 use super::SglangCore;
-use crate::engine::Admission;
+use crate::sched::contract::Scheduler;
+use crate::sched::output::Admission;
 
 /// One request's share of an extend pass.
 #[derive(Clone, Copy, Debug)]

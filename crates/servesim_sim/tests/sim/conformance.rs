@@ -1,10 +1,8 @@
 //! Every deterministic conformance case must match the reference request by request, by the
 //! rule of the shared `compare.py` (see tests/conformance/README.md).
 
+use crate::common::repo;
 use serde_json::Value;
-use servesim_sim::replay::Case;
-use servesim_sim::workload::mooncake;
-use servesim_sim::Simulation;
 use std::path::{Path, PathBuf};
 
 /// Cases servesim reproduces today; each must match exactly.
@@ -29,19 +27,11 @@ const SUMMARY_KEYS: &[&str] = &[
 ];
 
 fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases")
+    repo("tests/conformance/cases")
 }
 
 fn run_case(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap();
-    let case = Case::from_json_str(&text, &path.display().to_string()).unwrap();
-    let mut cfg = case.config().unwrap();
-    let dir = path.parent().unwrap().to_path_buf();
-    servesim_sim::replay::load_profiles(&mut cfg, &mut |p| Ok(std::fs::read(dir.join(p)).unwrap())).unwrap();
-    let trace_path = path.parent().unwrap().join(&case.trace);
-    let trace = std::fs::read_to_string(&trace_path).unwrap();
-    let workload = mooncake::parse(&trace, case.trace_block_size(), "trace").unwrap();
-    Simulation::new(&cfg, workload).unwrap().with_checks(true).run().to_json()
+    crate::common::case_file(path).run().to_json()
 }
 
 fn close(reference: &Value, got: &Value) -> bool {
@@ -78,7 +68,7 @@ fn check_file(path: &Path) {
 /// Our own scenarios, run through the reference (tests/variants/README.md).
 #[test]
 fn variant_cases_match_the_reference_request_by_request() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/variants");
+    let dir = repo("tests/variants");
     let mut n = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();

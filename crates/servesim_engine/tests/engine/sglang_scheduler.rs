@@ -1,16 +1,15 @@
-//! The SGLang core against the reference's behaviour (shared/reference/verified-sglang-cluster.md
-//! §1), pass by pass.
+//! The SGLang core against the reference's behaviour, pass by pass.
 
 use serde_json::{json, Value};
 use servesim_engine::perf::duration_ms;
-use servesim_engine::{Engine, EngineArgs, Request};
+use servesim_engine::{Engine, EngineArgs, RankSetup, Request};
 
 fn engine(engine: Value) -> Engine {
     let mut args = json!({"backend": "sglang"});
     for (k, v) in engine.as_object().unwrap() {
         args[k] = v.clone();
     }
-    Engine::new(&EngineArgs::from_json(&args).unwrap(), 0, false).unwrap()
+    Engine::new(&EngineArgs::from_json(&args).unwrap(), &RankSetup::single(false)).unwrap()
 }
 
 /// A prompt of `len` tokens, distinct per `seed` (a shared seed shares the prefix).
@@ -35,7 +34,7 @@ struct Pass {
 }
 
 fn step(e: &mut Engine) -> Pass {
-    let o = e.step(0.0);
+    let o = e.step();
     Pass {
         ms: duration_ms(o.duration),
         tokens: o.tokens.clone(),

@@ -2,21 +2,16 @@
 //! scheduled), servesim finishes the run and names the request and the reason.
 
 use serde_json::json;
-use servesim_sim::replay::Case;
-use servesim_sim::workload::mooncake;
-use servesim_sim::Simulation;
 
 fn run(rows: &[(f64, u32, u32)], engine: serde_json::Value) -> serde_json::Value {
     let case = json!({"trace": "t.jsonl", "replay": {"trace_block_size": 16, "extra_engine_args": {"engine": engine}}});
-    let case = Case::from_json_str(&case.to_string(), "case").unwrap();
     let mut text = String::new();
     for (i, (ts, input, output)) in rows.iter().enumerate() {
         let ids: Vec<u64> = (0..input.div_ceil(16) as u64).map(|b| 1000 * (i as u64 + 1) + b).collect();
         text += &json!({"timestamp": ts, "input_length": input, "output_length": output, "hash_ids": ids}).to_string();
         text += "\n";
     }
-    let w = mooncake::parse(&text, 16, "t.jsonl").unwrap();
-    Simulation::new(&case.config().unwrap(), w).unwrap().with_checks(true).run().to_json()
+    crate::common::case_with_trace(&case, &text).run().to_json()
 }
 
 #[test]
@@ -66,7 +61,6 @@ fn a_decode_queue_that_can_never_move_ends_its_requests_with_the_reason() {
     };
     let case = json!({"trace": "t.jsonl", "replay": {"trace_block_size": 16, "num_prefill_workers": 1,
         "num_decode_workers": 1, "prefill_engine_args": engine("prefill", 200), "decode_engine_args": engine("decode", 20)}});
-    let case = Case::from_json_str(&case.to_string(), "case").unwrap();
     let text = [(0.0, 16, 60), (5.0, 300, 10)]
         .iter()
         .enumerate()
@@ -75,8 +69,7 @@ fn a_decode_queue_that_can_never_move_ends_its_requests_with_the_reason() {
             json!({"timestamp": ts, "input_length": input, "output_length": output, "hash_ids": ids}).to_string() + "\n"
         })
         .collect::<String>();
-    let w = mooncake::parse(&text, 16, "t.jsonl").unwrap();
-    let out = Simulation::new(&case.config().unwrap(), w).unwrap().with_checks(true).run().to_json();
+    let out = crate::common::case_with_trace(&case, &text).run().to_json();
     assert_eq!(out["summary"]["unschedulable_requests"], 2, "{out}");
     for why in out["not_completed"].as_array().unwrap() {
         assert!(why["reason"].as_str().unwrap().starts_with("stuck: nothing runs"), "{why}");

@@ -1,9 +1,12 @@
 //! The vLLM-style scheduler: `waiting` + `running`, one token budget per pass, running
 //! requests first, FIFO admission gated on the whole sequence's blocks, inline preemption
-//! with recompute. Rules and their evidence: `shared/reference/verified-vllm.md`.
+//! with recompute. The rules found against the reference are listed in `docs/fidelity.md`.
+
+mod handoff;
 
 use crate::args::{ArgsError, EngineArgs, KvManager, PreemptionMode, WorkerType};
-use crate::engine::{Admission, Finished, Outcome, PassOutput, Reservation};
+use crate::sched::contract::{RankSetup, Scheduler};
+use crate::sched::output::{Admission, Finished, Outcome, PassOutput};
 use crate::kv::kvbm::pool::KvbmPool;
 use crate::kv::{BlockPool, EventSink, Pool, SlotId};
 use crate::metrics::RankMetrics;
@@ -100,7 +103,7 @@ pub struct VllmCore {
 }
 
 impl VllmCore {
-    pub fn new(args: &EngineArgs, dp_rank: u32, emit_events: bool) -> Result<Self, ArgsError> {
+    pub fn new(args: &EngineArgs, setup: &RankSetup) -> Result<Self, ArgsError> {
         let cfg = Config {
             block_size: args.block_size(),
             block_shift: args.block_size().is_power_of_two().then(|| args.block_size().trailing_zeros()),
@@ -114,17 +117,17 @@ impl VllmCore {
             worker_type: args.worker_type,
         };
         // No events without prefix caching, nor from decode workers (Dynamo publishes none).
-        let events = emit_events && cfg.prefix_caching && cfg.worker_type != WorkerType::Decode;
-        let sink = EventSink::new(events, dp_rank);
+        let events = setup.emit_events && cfg.prefix_caching && cfg.worker_type != WorkerType::Decode;
+        let sink = EventSink::new(events, setup.dp_rank);
         let pool = match args.kv_manager {
             KvManager::Native => Pool::Native(BlockPool::new(cfg.num_blocks, sink)),
             KvManager::Kvbm => Pool::Kvbm(KvbmPool::new(cfg.num_blocks, args.eviction_backend, sink)),
         };
         Ok(VllmCore {
             pool,
-            timer: PassTimer::from_args(args)?,
+            timer: PassTimer::from_args(args, setup.profile.as_ref())?,
             cfg,
-            dp_rank,
+            dp_rank: setup.dp_rank,
             seqs: Vec::new(),
             free_seq_slots: Vec::new(),
             waiting: VecDeque::new(),
@@ -146,13 +149,6 @@ impl VllmCore {
         })
     }
 
-    pub fn submit(&mut self, req: Request) {
-        let mut seq = Sequence::new(req);
-        seq.order = self.next_order();
-        let slot = self.new_slot(seq);
-        self.waiting.push_back(slot);
-    }
-
     fn next_order(&mut self) -> u64 {
         self.queued_total += 1;
         self.queued_total
@@ -171,111 +167,9 @@ impl VllmCore {
         }
     }
 
-    /// A decode destination takes room for a prompt about to be transferred: its blocks are
-    /// allocated now (resident prefix blocks shared) and it joins the queue, passed over
-    /// until [`VllmCore::activate`].
-    pub fn reserve_destination(&mut self, req: Request) -> Reservation {
-        if self.blocks_for(req.prompt.len()) > self.cfg.num_blocks {
-            return Reservation::NeverFits;
-        }
-        // No reservation while `max_num_seqs` requests run (other reservations and activated
-        // requests waiting for admission do not count: measured on the reference).
-        if self.running.len() >= self.cfg.max_num_seqs {
-            return Reservation::NoRoom;
-        }
-        let mut seq = Sequence::new(req);
-        seq.prefilled = true;
-        seq.order = self.next_order();
-        let id = seq.id;
-        let s = self.new_slot(seq);
-        let hit = self.prefix_hit(s);
-        let len = self.seq(s).len();
-        let needed = self.blocks_for(len) - hit.active_blocks;
-        let available = self.available_blocks();
-        let resident = hit.slots.len() as u32;
-        let fresh = self.blocks_for(len) - resident;
-        let seq = self.seqs[s as usize].as_mut().expect("live sequence");
-        let room = needed <= available && self.pool.reserve(&hit.slots, fresh, &mut seq.blocks);
-        self.spare_slots = hit.slots;
-        if !room {
-            self.seqs[s as usize] = None;
-            self.free_seq_slots.push(s);
-            return Reservation::NoRoom;
-        }
-        // Its own blocks become cache-visible when its KV arrives (`activate`).
-        seq.visible = resident;
-        seq.num_computed = len;
-        // It queues now, passed over until its KV arrives (then it takes its place again,
-        // see `activate`): requests are admitted in the order of their reservations.
-        self.reserved.insert(id, s);
-        self.seq_mut(s).kv_pending = true;
-        self.waiting.push_back(s);
-        self.pending_kv += 1;
-        Reservation::Reserved { resident_blocks: resident }
-    }
-
-    /// The transfer of reserved request `id` is done: it can be admitted (its blocks are in
-    /// place). False if nothing was reserved for it.
-    pub fn activate(&mut self, id: u64) -> bool {
-        let Some(s) = self.reserved.remove(&id) else { return false };
-        let full = self.full_blocks(self.seq(s).prompt_len());
-        self.make_visible(s, full);
-        self.seq_mut(s).kv_pending = false;
-        self.pending_kv -= 1;
-        self.stalled = false;
-        // It takes its place by reservation order again: ahead of a preempted request
-        // reserved after it, which went to the front when preempted (measured on the
-        // reference: such a request joins past a preempted head that cannot fit; one
-        // reserved later does not).
-        let order = self.seq(s).order;
-        let k = self.waiting.iter().position(|&w| w == s).expect("a reservation is queued");
-        self.waiting.remove(k);
-        let k = self.waiting.iter().position(|&w| self.seq(w).order > order).unwrap_or(self.waiting.len());
-        self.waiting.insert(k, s);
-        true
-    }
-
-    pub fn set_steady_tokens(&mut self, on: bool) {
-        self.steady_tokens = on;
-    }
-
-    pub fn take_open_streaks(&mut self) -> Vec<(u64, u32)> {
-        let mut open = Vec::new();
-        for seq in self.seqs.iter_mut().flatten() {
-            if seq.streak > 0 {
-                open.push((seq.id, std::mem::take(&mut seq.streak)));
-            }
-        }
-        open
-    }
-
-    /// Blocks a new allocation could take: free, or cached and unreferenced.
-    pub fn available_blocks(&self) -> u32 {
-        self.cfg.num_blocks - self.pool.active()
-    }
-
-    pub fn idle_with_queue(&self) -> bool {
-        self.running.is_empty() && self.waiting.len() > self.pending_kv && self.first_in_place().is_none()
-    }
-
     /// The first queued request transferred here whose KV is in place.
     fn first_in_place(&self) -> Option<usize> {
         self.waiting.iter().position(|&s| self.seq(s).kv_in_place())
-    }
-
-    pub fn in_flight(&self) -> usize {
-        self.waiting.len() + self.running.len()
-    }
-
-    /// Whether a pass now would do anything.
-    pub fn has_work(&self) -> bool {
-        !self.running.is_empty()
-            || !self.stalled
-                && if self.destinations_pending {
-                    self.first_in_place().is_some()
-                } else {
-                    self.waiting.len() > self.pending_kv
-                }
     }
 
     fn seq(&self, s: u32) -> &Sequence {
@@ -301,56 +195,6 @@ impl VllmCore {
             Some(k) => tokens >> k,
             None => tokens / self.cfg.block_size,
         }
-    }
-
-    /// One forward pass.
-    pub fn step(&mut self, _now_ms: f64) -> &PassOutput {
-        self.out.clear();
-        self.chunks.clear();
-        let mut budget = self.cfg.budget;
-        let mut preempted = false;
-
-        // Running requests spend the budget first. The walk is by index: after a success it
-        // moves on by one even if a victim before it was removed (so the request after it
-        // sits this pass out, as in the reference); after self-preemption it stays put.
-        let mut i = 0;
-        while i < self.running.len() && budget > 0 {
-            let s = self.running[i];
-            if self.schedule_decode(s, &mut budget) {
-                i += 1;
-                continue;
-            }
-            match self.schedule(s, None, &mut budget, &mut preempted) {
-                Scheduled::Yes => i += 1,
-                Scheduled::Blocked => break,
-                Scheduled::SelfPreempted => {}
-            }
-        }
-
-        // Tokens of the requests already running are emitted now, while their sequences are
-        // still in cache (an admission's block lookups would evict them), but they retire
-        // only at the pass end: admission must not see the blocks they will free.
-        self.done.clear();
-        let (batch, context) = self.emit_tokens(0);
-        let admitted_from = self.running.len();
-
-        // Admission, in FIFO order, only in a pass that preempted nobody.
-        if !preempted {
-            self.admit_waiting(&mut budget);
-        }
-
-        let (admitted_batch, admitted_context) = self.emit_tokens(admitted_from);
-        self.finish_pass(batch + admitted_batch, context + admitted_context);
-        &self.out
-    }
-
-    /// Reservations wait for room on this rank (or none do).
-    pub fn set_destinations_pending(&mut self, pending: bool) {
-        if pending != self.destinations_pending {
-            // Who may join changes: a stalled queue may move again.
-            self.stalled = false;
-        }
-        self.destinations_pending = pending;
     }
 
     fn join(&mut self, s: u32) {
@@ -743,18 +587,78 @@ impl VllmCore {
         self.out.finished.push(Finished { id: seq.id, outcome, steady_tokens: seq.streak });
     }
 
-    /// Frees the KV a prefill worker held for request `id` (leaf first, as a completion
-    /// would have); false if it holds none for it.
-    pub fn release_source(&mut self, id: u64) -> bool {
-        let Some(blocks) = self.held.remove(&id) else { return false };
-        for &b in blocks.iter().rev() {
-            self.pool.release(b);
-        }
-        self.stalled = false;
-        true
+}
+
+impl Scheduler for VllmCore {
+    fn submit(&mut self, req: Request) {
+        let mut seq = Sequence::new(req);
+        seq.order = self.next_order();
+        let slot = self.new_slot(seq);
+        self.waiting.push_back(slot);
     }
 
-    pub fn abandon(&mut self, reason: &str) -> Vec<Finished> {
+    /// One forward pass.
+    fn step(&mut self) -> &PassOutput {
+        self.out.clear();
+        self.chunks.clear();
+        let mut budget = self.cfg.budget;
+        let mut preempted = false;
+
+        // Running requests spend the budget first. The walk is by index: after a success it
+        // moves on by one even if a victim before it was removed (so the request after it
+        // sits this pass out, as in the reference); after self-preemption it stays put.
+        let mut i = 0;
+        while i < self.running.len() && budget > 0 {
+            let s = self.running[i];
+            if self.schedule_decode(s, &mut budget) {
+                i += 1;
+                continue;
+            }
+            match self.schedule(s, None, &mut budget, &mut preempted) {
+                Scheduled::Yes => i += 1,
+                Scheduled::Blocked => break,
+                Scheduled::SelfPreempted => {}
+            }
+        }
+
+        // Tokens of the requests already running are emitted now, while their sequences are
+        // still in cache (an admission's block lookups would evict them), but they retire
+        // only at the pass end: admission must not see the blocks they will free.
+        self.done.clear();
+        let (batch, context) = self.emit_tokens(0);
+        let admitted_from = self.running.len();
+
+        // Admission, in FIFO order, only in a pass that preempted nobody.
+        if !preempted {
+            self.admit_waiting(&mut budget);
+        }
+
+        let (admitted_batch, admitted_context) = self.emit_tokens(admitted_from);
+        self.finish_pass(batch + admitted_batch, context + admitted_context);
+        &self.out
+    }
+
+    /// Whether a pass now would do anything.
+    fn has_work(&self) -> bool {
+        !self.running.is_empty()
+            || !self.stalled
+                && if self.destinations_pending {
+                    self.first_in_place().is_some()
+                } else {
+                    self.waiting.len() > self.pending_kv
+                }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.waiting.len() + self.running.len()
+    }
+
+    /// Blocks a new allocation could take: free, or cached and unreferenced.
+    fn available_blocks(&self) -> u32 {
+        self.cfg.num_blocks - self.pool.active()
+    }
+
+    fn abandon(&mut self, reason: &str) -> Vec<Finished> {
         let mut all: Vec<u32> = self.running.drain(..).collect();
         all.extend(self.waiting.drain(..));
         self.reserved.clear();
@@ -766,16 +670,16 @@ impl VllmCore {
         self.out.finished.split_off(mark)
     }
 
-    pub fn metrics(&self) -> RankMetrics {
+    fn metrics(&self) -> RankMetrics {
         RankMetrics::snapshot(self.dp_rank, self.pool.active() as u64, self.cfg.num_blocks as u64, self.running.len(), self.waiting.len(), self.preemptions_total)
     }
 
     /// Every cache-visible block hash, sorted (for tests comparing with a router's indexer).
-    pub fn cached_hashes(&self) -> Vec<u64> {
-        self.pool.cached_hashes()
+    fn cached_hashes(&self) -> Option<Vec<u64>> {
+        Some(self.pool.cached_hashes())
     }
 
-    pub fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), String> {
         self.pool.check()?;
         let waiting_held: usize = self.waiting.iter().map(|&s| self.seq(s).blocks.len()).sum();
         let held: usize = self.running.iter().map(|&s| self.seq(s).blocks.len()).sum::<usize>()
@@ -788,5 +692,19 @@ impl VllmCore {
             return Err(format!("requests hold {held} blocks but {} are active", self.pool.active()));
         }
         Ok(())
+    }
+
+    fn set_steady_tokens(&mut self, on: bool) {
+        self.steady_tokens = on;
+    }
+
+    fn take_open_streaks(&mut self) -> Vec<(u64, u32)> {
+        let mut open = Vec::new();
+        for seq in self.seqs.iter_mut().flatten() {
+            if seq.streak > 0 {
+                open.push((seq.id, std::mem::take(&mut seq.streak)));
+            }
+        }
+        open
     }
 }

@@ -1,7 +1,7 @@
 //! The time series add up to the summary's totals, per window and per rank.
 
-use servesim_sim::scenario::{Scenario, WorkloadSpec};
-use servesim_sim::Simulation;
+use servesim_sim::scenario::Scenario;
+use servesim_sim::{build, BuildOptions, Input, MemFiles};
 
 #[test]
 fn windows_add_up_to_the_summary() {
@@ -15,8 +15,7 @@ fn windows_add_up_to_the_summary() {
             "timeseries_interval_ms": 250}"#,
     )
     .unwrap();
-    let WorkloadSpec::Synthetic(spec) = &s.workload else { unreachable!() };
-    let report = Simulation::new(&s.config().unwrap(), spec.generate().unwrap()).unwrap().with_checks(true).run();
+    let report = build(&Input::Scenario(s), &mut MemFiles::new(), &BuildOptions::default()).unwrap().with_checks(true).run();
     let summary = report.summary();
     let ts = report.timeseries();
     let secs = ts.interval_ms / 1000.0;

@@ -2,9 +2,6 @@
 //! with the harness's invariant checks on.
 
 use serde_json::{json, Value};
-use servesim_sim::replay::Case;
-use servesim_sim::workload::mooncake;
-use servesim_sim::Simulation;
 use std::path::Path;
 
 /// Replays a conformance case with `engine` merged into its engine arguments; returns the
@@ -16,11 +13,7 @@ fn replay(case: &str, engine: Value) -> Vec<Value> {
     let args = doc["replay"].as_object_mut().unwrap().entry("extra_engine_args").or_insert(json!({}));
     let eng = args.as_object_mut().unwrap().entry("engine").or_insert(json!({}));
     eng.as_object_mut().unwrap().extend(engine.as_object().unwrap().clone());
-    let case = Case::from_json_str(&doc.to_string(), case).unwrap();
-    let cfg = case.config().unwrap();
-    let trace = std::fs::read_to_string(dir.join(&case.trace)).unwrap();
-    let workload = mooncake::parse(&trace, case.trace_block_size(), "trace").unwrap();
-    let report = Simulation::new(&cfg, workload).unwrap().with_checks(true).run().to_json();
+    let report = crate::common::case_doc(&doc, &path).run().to_json();
     report["per_request"].as_array().unwrap().clone()
 }
 

@@ -1,10 +1,10 @@
 //! The reference mocker's own vLLM scheduler scenarios (dynamo-mocker-core §8), pass by pass.
 
 use serde_json::json;
-use servesim_engine::{Engine, EngineArgs, Outcome, Request};
+use servesim_engine::{Engine, EngineArgs, Outcome, RankSetup, Request};
 
 fn engine(args: serde_json::Value) -> Engine {
-    Engine::new(&EngineArgs::from_json(&args).unwrap(), 0, true).unwrap()
+    Engine::new(&EngineArgs::from_json(&args).unwrap(), &RankSetup::single(true)).unwrap()
 }
 
 fn req(id: u64, len: u32, out: u32) -> Request {
@@ -21,7 +21,7 @@ struct Pass {
 }
 
 fn step(e: &mut Engine) -> Pass {
-    let o = e.step(0.0);
+    let o = e.step();
     let p = Pass {
         tokens: o.tokens.clone(),
         finished: o.finished.iter().map(|f| (f.id, f.outcome.clone())).collect(),
@@ -148,7 +148,7 @@ fn stress_every_combination_emits_every_token_and_frees_every_block() {
                     let (mut tokens, mut completed) = (0u64, 0u32);
                     let mut passes = 0;
                     while e.has_work() {
-                        let o = e.step(0.0);
+                        let o = e.step();
                         tokens += o.tokens.len() as u64;
                         completed += o.finished.iter().filter(|f| f.outcome == Outcome::Completed).count() as u32;
                         e.check().unwrap();

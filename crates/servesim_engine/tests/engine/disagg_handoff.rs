@@ -3,10 +3,10 @@
 //! blocks before the transfer and admits reservations in their order once their KV arrives.
 
 use serde_json::json;
-use servesim_engine::{Engine, EngineArgs, Outcome, Request, Reservation};
+use servesim_engine::{Engine, EngineArgs, Outcome, RankSetup, Request, Reservation};
 
 fn engine(args: serde_json::Value) -> Engine {
-    Engine::new(&EngineArgs::from_json(&args).unwrap(), 0, true).unwrap()
+    Engine::new(&EngineArgs::from_json(&args).unwrap(), &RankSetup::single(true)).unwrap()
 }
 
 fn req(id: u64, len: u32, out: u32) -> Request {
@@ -19,14 +19,14 @@ fn shared(id: u64, len: u32, out: u32) -> Request {
 
 /// The requests one pass admitted, in order.
 fn admitted(e: &mut Engine) -> Vec<u64> {
-    e.step(0.0).admissions.iter().map(|a| a.id).collect()
+    e.step().admissions.iter().map(|a| a.id).collect()
 }
 
 /// Steps until nothing is left to do, then checks that every request finished and the
 /// bookkeeping balances.
 fn run_to_the_end(e: &mut Engine) {
     while e.has_work() {
-        e.step(0.0);
+        e.step();
     }
     assert_eq!(e.in_flight(), 0, "every request finishes");
     e.check().unwrap();
@@ -36,20 +36,20 @@ fn run_to_the_end(e: &mut Engine) {
 fn a_prefill_worker_holds_a_finished_prompt_until_released() {
     let mut e = engine(json!({"worker_type": "prefill", "block_size": 4, "num_gpu_blocks": 6}));
     e.submit(req(1, 16, 1));
-    let out = e.step(0.0);
+    let out = e.step();
     assert_eq!(out.finished.iter().map(|f| (f.id, f.outcome.clone())).collect::<Vec<_>>(), vec![(1, Outcome::Completed)]);
     assert_eq!(e.metrics().active_decode_blocks, 4, "the finished prompt's 4 blocks stay held");
     e.check().unwrap();
 
     // 12 tokens need 3 blocks; 2 are free: the request waits (it is not unschedulable).
     e.submit(req(2, 12, 1));
-    let out = e.step(0.0);
+    let out = e.step();
     assert!(out.finished.is_empty() && out.admissions.is_empty());
     assert!(!e.has_work() && e.stalled(), "nothing can run until a release");
 
     e.release_source(1);
     assert!(e.has_work());
-    let out = e.step(0.0);
+    let out = e.step();
     assert_eq!(out.admissions.len(), 1);
     assert_eq!(out.finished[0].id, 2);
     e.release_source(2);
@@ -61,9 +61,9 @@ fn a_prefill_worker_holds_a_finished_prompt_until_released() {
 fn held_blocks_serve_prefix_hits() {
     let mut e = engine(json!({"worker_type": "prefill", "block_size": 4, "num_gpu_blocks": 20}));
     e.submit(shared(1, 16, 1));
-    e.step(0.0);
+    e.step();
     e.submit(shared(2, 16, 1));
-    let out = e.step(0.0);
+    let out = e.step();
     assert_eq!(out.admissions[0].reused_tokens, 12, "3 held blocks reused; the last is recomputed");
 }
 
@@ -75,7 +75,7 @@ fn a_reservation_needs_room_and_a_running_slot() {
     assert_eq!(e.reserve_destination(req(3, 40, 3)), Reservation::NeverFits);
     assert!(!e.has_work(), "a reservation waits for its KV");
     assert!(e.activate(1));
-    let out = e.step(0.0);
+    let out = e.step();
     assert_eq!(out.tokens, vec![1], "the transferred prompt decodes at once");
     // One request runs and max_num_seqs is 1: no reservation, even with room.
     assert_eq!(e.reserve_destination(req(4, 4, 3)), Reservation::NoRoom);
@@ -89,12 +89,12 @@ fn reservations_are_admitted_in_reservation_order_once_their_kv_arrives() {
     assert!(matches!(e.reserve_destination(req(2, 8, 3)), Reservation::Reserved { .. }));
     // The second transfer lands first, and runs: the first is passed over, not waited for.
     assert!(e.activate(2));
-    assert_eq!(e.step(0.0).tokens, vec![2]);
+    assert_eq!(e.step().tokens, vec![2]);
     assert!(e.activate(1));
-    assert_eq!(e.step(0.0).tokens, vec![2], "one slot: request 2 keeps it");
-    let out = e.step(0.0);
+    assert_eq!(e.step().tokens, vec![2], "one slot: request 2 keeps it");
+    let out = e.step();
     assert_eq!(out.finished.iter().map(|f| f.id).collect::<Vec<_>>(), vec![2]);
-    assert_eq!(e.step(0.0).tokens, vec![1]);
+    assert_eq!(e.step().tokens, vec![1]);
     e.check().unwrap();
 }
 
@@ -122,10 +122,10 @@ fn preempted_head_and_transferred_follower(blocks: u32) -> Engine {
         assert!(matches!(e.reserve_destination(req(id, 8, 20)), Reservation::Reserved { .. }));
         assert!(e.activate(id));
     }
-    assert_eq!(e.step(0.0).tokens, vec![1, 2]);
+    assert_eq!(e.step().tokens, vec![1, 2]);
     assert!(matches!(e.reserve_destination(req(3, 8, 5)), Reservation::Reserved { .. }));
     // Both now need a third block; only one is free: request 2, last in, preempts itself.
-    assert_eq!(e.step(0.0).preempted, vec![2]);
+    assert_eq!(e.step().preempted, vec![2]);
     assert!(e.activate(3));
     e
 }
@@ -135,7 +135,7 @@ fn while_reservations_wait_only_transferred_requests_join() {
     let mut e = preempted_head_and_transferred_follower(7);
     // Nobody waits for a reservation: the queue is FIFO and its head does not fit.
     e.set_destinations_pending(false);
-    assert!(e.step(0.0).admissions.is_empty(), "request 3 waits behind request 2");
+    assert!(e.step().admissions.is_empty(), "request 3 waits behind request 2");
     // A prompt waits for room here: request 3, whose blocks are in place, joins past the
     // head; request 2 would take room the reservation waits for.
     e.set_destinations_pending(true);
@@ -153,8 +153,8 @@ fn preempted_and_transferred(one_first: bool) -> Engine {
         assert!(matches!(e.reserve_destination(r), Reservation::Reserved { .. }));
     }
     assert!(e.activate(2));
-    assert_eq!(e.step(0.0).tokens, vec![2]);
-    assert_eq!(e.step(0.0).preempted, vec![2], "its second block is request 1's");
+    assert_eq!(e.step().tokens, vec![2]);
+    assert_eq!(e.step().preempted, vec![2], "its second block is request 1's");
     assert!(e.activate(1));
     e
 }
@@ -174,7 +174,7 @@ fn with_nothing_running_a_transferred_request_waits_behind_a_blocked_head() {
     // the blocks request 2 needs but waits behind it, as in the reference, until a prompt
     // waits for a reservation here.
     let mut e = preempted_and_transferred(false);
-    let out = e.step(0.0);
+    let out = e.step();
     assert!(out.admissions.is_empty() && out.finished.is_empty(), "both wait; neither is unschedulable");
     assert!(e.stalled());
     e.set_destinations_pending(true);
@@ -187,15 +187,15 @@ fn with_nothing_running_a_transferred_request_waits_behind_a_blocked_head() {
 fn an_sglang_prefill_worker_holds_its_pages_until_released() {
     let mut e = engine(json!({"backend": "sglang", "worker_type": "prefill", "block_size": 4, "num_gpu_blocks": 6}));
     e.submit(req(1, 16, 1));
-    assert_eq!(e.step(0.0).finished[0].id, 1);
+    assert_eq!(e.step().finished[0].id, 1);
     assert_eq!(e.metrics().active_decode_blocks, 4, "the prompt's 4 pages stay held");
     e.submit(req(2, 12, 1));
-    let out = e.step(0.0);
+    let out = e.step();
     assert!(out.finished.is_empty() && out.admissions.is_empty());
     assert!(e.stalled(), "room comes back only with the release");
     e.release_source(1);
     assert!(e.has_work());
-    assert_eq!(e.step(0.0).finished[0].id, 2);
+    assert_eq!(e.step().finished[0].id, 2);
     e.check().unwrap();
 }
 
@@ -207,7 +207,7 @@ fn an_sglang_decode_worker_reserves_pages_and_decodes_from_activation() {
     assert_eq!(e.reserve_destination(req(3, 40, 3)), Reservation::NeverFits);
     assert!(!e.has_work());
     assert!(e.activate(1));
-    let out = e.step(0.0);
+    let out = e.step();
     assert_eq!(out.tokens, vec![1], "its first decode pass emits its first token");
     // Joining the batch is an admission, so a later retraction's re-admission counts as one.
     assert_eq!(out.admissions.iter().map(|a| (a.id, a.readmission)).collect::<Vec<_>>(), vec![(1, false)]);

@@ -5,8 +5,6 @@
 
 use serde_json::Value;
 use servesim_sim::replay::Case;
-use servesim_sim::workload::mooncake;
-use servesim_sim::Simulation;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -25,8 +23,7 @@ fn run(name: &str) -> (Value, Vec<u64>) {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["output_length"].as_u64().unwrap())
         .collect();
-    let w = mooncake::parse(&trace_text, case.trace_block_size(), &case.trace).unwrap();
-    let mut sim = Simulation::new(&case.config().unwrap(), w).unwrap().with_checks(true);
+    let mut sim = crate::common::case_file(&path);
     let start = Instant::now();
     let mut steps = 0;
     while !sim.advance(1) {

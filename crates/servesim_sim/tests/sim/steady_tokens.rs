@@ -5,8 +5,6 @@
 //! for runs cut short mid-way, whose open streaks are settled at the end.
 
 use serde_json::Value;
-use servesim_sim::replay::Case;
-use servesim_sim::workload::mooncake;
 use servesim_sim::{RunReport, Simulation};
 use std::path::{Path, PathBuf};
 
@@ -26,14 +24,7 @@ fn cases() -> Vec<PathBuf> {
 }
 
 fn sim(path: &Path, steady: bool) -> Simulation {
-    let text = std::fs::read_to_string(path).unwrap();
-    let case = Case::from_json_str(&text, &path.display().to_string()).unwrap();
-    let mut cfg = case.config().unwrap();
-    let dir = path.parent().unwrap().to_path_buf();
-    servesim_sim::replay::load_profiles(&mut cfg, &mut |p| Ok(std::fs::read(dir.join(p)).unwrap())).unwrap();
-    let trace = std::fs::read_to_string(dir.join(&case.trace)).unwrap();
-    let workload = mooncake::parse(&trace, case.trace_block_size(), "trace").unwrap();
-    Simulation::new(&cfg, workload).unwrap().with_checks(true).with_steady_tokens(steady)
+    crate::common::case_file(path).with_steady_tokens(steady)
 }
 
 fn records(r: &RunReport) -> Value {

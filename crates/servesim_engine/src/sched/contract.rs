@@ -1,0 +1,111 @@
+//! The engine contract, written once: [`Scheduler`] is what the harness calls on every core;
+//! [`HandOff`] is the part only disaggregated serving uses; [`RankSetup`] says where a core
+//! runs. The data a pass hands back is in `output.rs`.
+
+use crate::metrics::RankMetrics;
+use crate::perf::interpolated::Profile;
+use crate::sched::output::{Finished, PassOutput, Reservation};
+use crate::sequence::Request;
+use std::sync::Arc;
+
+/// One engine core (a data-parallel rank): a deterministic scheduler over its KV pool.
+pub trait Scheduler: HandOff + std::fmt::Debug {
+    /// Queues a request.
+    fn submit(&mut self, req: Request);
+
+    /// Computes one forward pass: what it schedules, emits and frees, and how long it takes.
+    fn step(&mut self) -> &PassOutput;
+
+    /// Whether a pass now would do anything (a prefill rank waiting for held KV to be
+    /// released has requests in flight but no work).
+    fn has_work(&self) -> bool;
+
+    /// Requests held (waiting or running).
+    fn in_flight(&self) -> usize;
+
+    /// Whether the core has requests but waits for a release or an activation before it can
+    /// do anything with them.
+    fn stalled(&self) -> bool {
+        !self.has_work() && self.in_flight() > 0
+    }
+
+    /// Blocks (pages) a new allocation could take now, evicting cached ones if need be.
+    fn available_blocks(&self) -> u32;
+
+    /// Ends every request still held, as unschedulable for `reason` (the harness's guard
+    /// against a rank that stopped making progress).
+    fn abandon(&mut self, reason: &str) -> Vec<Finished>;
+
+    fn metrics(&self) -> RankMetrics;
+
+    /// Checks internal invariants (blocks balance); for tests and debug builds.
+    fn check(&self) -> Result<(), String>;
+
+    /// Every cache-visible block hash, sorted: what a router's indexer fed by this rank's KV
+    /// events should hold (for tests). None where the core cannot list them.
+    fn cached_hashes(&self) -> Option<Vec<u64>> {
+        None
+    }
+
+    /// Reports steady tokens as a count (`PassOutput::steady_tokens`) instead of listing
+    /// them; cores that have no such shortcut list every token.
+    fn set_steady_tokens(&mut self, _on: bool) {}
+
+    /// (request, steady tokens) of every streak still open, closing them: at the end of a
+    /// run cut short, the harness settles what it was not told (their last token came at
+    /// this rank's last pass end).
+    fn take_open_streaks(&mut self) -> Vec<(u64, u32)> {
+        Vec::new()
+    }
+}
+
+/// Disaggregated serving: a prefill core holds a finished prompt's KV until the decode side
+/// has it; a decode core reserves room for a prompt before its KV moves, then activates it.
+pub trait HandOff {
+    /// A prefill worker's transfer of request `id` is done: the KV it held is freed.
+    fn release_source(&mut self, id: u64);
+
+    /// A decode rank takes room for a prompt about to be transferred (see [`Reservation`]).
+    fn reserve_destination(&mut self, req: Request) -> Reservation;
+
+    /// The transfer to a reservation is done: the request decodes from the next pass. False
+    /// if nothing was reserved for it.
+    fn activate(&mut self, id: u64) -> bool;
+
+    /// Whether requests wait for a reservation on this rank. While they do, only requests
+    /// whose KV is already in place join the batch.
+    fn set_destinations_pending(&mut self, pending: bool);
+
+    /// Blocks (pages) nobody holds, as the reference's capacity check after an activation
+    /// counts them: an SGLang radix cache's free pages only (an activation that takes a
+    /// cached copy instead of its own page frees one and locks the other), the vLLM pool's
+    /// free and unreferenced cached blocks alike.
+    fn reservation_capacity(&self) -> u32;
+
+    /// Nothing runs, yet requests wait (none of them a transferred request free to join):
+    /// the reference's engine loop then starts another pass, which begins with one more
+    /// destination reservation attempt.
+    fn idle_with_queue(&self) -> bool;
+
+    /// The rank ran a pass that could do nothing (see `idle_with_queue`): an SGLang
+    /// scheduler's `new_token_ratio` falls to its floor; vLLM keeps no such state.
+    fn idle_pass(&mut self) {}
+}
+
+/// Where a core runs and what it is given besides its arguments.
+#[derive(Clone, Debug)]
+pub struct RankSetup {
+    pub dp_rank: u32,
+    pub dp_size: u32,
+    /// Publish KV events (only worth it when a router consumes them).
+    pub emit_events: bool,
+    /// The NPZ profile the arguments name, loaded by the caller (the engine reads no files).
+    pub profile: Option<Arc<Profile>>,
+}
+
+impl RankSetup {
+    /// A single-rank worker.
+    pub fn single(emit_events: bool) -> Self {
+        RankSetup { dp_rank: 0, dp_size: 1, emit_events, profile: None }
+    }
+}

@@ -1,0 +1,116 @@
+//! The engine contract's data: what one pass did ([`PassOutput`]), how requests leave
+//! ([`Finished`], [`Outcome`]), who was admitted ([`Admission`]) and what a decode
+//! destination did with a reservation ([`Reservation`]). The schedulers produce these; the
+//! harness applies them at the pass end.
+
+use crate::kv::KvEvent;
+use crate::metrics::RankMetrics;
+use std::time::Duration;
+
+/// How a request left the engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Generated all its tokens (or reached `max_model_len`).
+    Completed,
+    /// Refused at admission: larger than the pool, or its prompt reaches `max_model_len`.
+    Rejected(String),
+    /// Can never be scheduled (the reference aborts the whole replay here); the reason says why.
+    Unschedulable(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finished {
+    pub id: u64,
+    pub outcome: Outcome,
+    /// Steady tokens of its current streak not yet reported in `PassOutput::streak_ends`
+    /// (the last of them emitted at this pass's end).
+    pub steady_tokens: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Admission {
+    pub id: u64,
+    /// Prompt (and, on readmission, generated) tokens reused from the prefix cache.
+    pub reused_tokens: u32,
+    pub readmission: bool,
+}
+
+/// Everything one pass did, in the order the harness applies it at the pass end.
+#[derive(Debug, Default)]
+pub struct PassOutput {
+    pub duration: Duration,
+    pub admissions: Vec<Admission>,
+    /// Requests that emitted one token at the pass end, in running order (with steady
+    /// tokens on, only those whose token is not steady).
+    pub tokens: Vec<u64>,
+    /// Tokens emitted at the pass end by requests that also emitted at this rank's previous
+    /// pass end and had two or more tokens already: their gap is the time between the two
+    /// pass ends, and none is a first or second token. Counted, not listed (only when the
+    /// harness turns steady tokens on): most of a replay's tokens are these.
+    pub steady_tokens: u64,
+    /// (request, steady tokens) for each streak that ended at this pass without a token (a
+    /// request that skipped the pass or was preempted): its last token came at the previous
+    /// pass end.
+    pub streak_ends: Vec<(u64, u32)>,
+    pub finished: Vec<Finished>,
+    pub preempted: Vec<u64>,
+    pub kv_events: Vec<KvEvent>,
+    pub metrics: RankMetrics,
+    /// Tokens of scheduled chunks that hold prompt tokens (the report's committed prefill).
+    pub committed_prefill_tokens: u64,
+    /// Tokens computed by the pass.
+    pub scheduled_tokens: u64,
+}
+
+impl Clone for PassOutput {
+    fn clone(&self) -> Self {
+        let mut out = PassOutput::default();
+        out.clone_from(self);
+        out
+    }
+
+    /// Field by field, so a harness copying every pass's output reuses its vectors' buffers
+    /// (the derived version allocates them all afresh: one malloc and free per vector per pass).
+    fn clone_from(&mut self, src: &Self) {
+        // Destructured, so a new field cannot be forgotten here.
+        let PassOutput { duration, admissions, tokens, steady_tokens, streak_ends, finished, preempted, kv_events, metrics, committed_prefill_tokens, scheduled_tokens } = src;
+        self.duration = *duration;
+        self.admissions.clone_from(admissions);
+        self.tokens.clone_from(tokens);
+        self.steady_tokens = *steady_tokens;
+        self.streak_ends.clone_from(streak_ends);
+        self.finished.clone_from(finished);
+        self.preempted.clone_from(preempted);
+        self.kv_events.clone_from(kv_events);
+        self.metrics = *metrics;
+        self.committed_prefill_tokens = *committed_prefill_tokens;
+        self.scheduled_tokens = *scheduled_tokens;
+    }
+}
+
+impl PassOutput {
+    pub fn clear(&mut self) {
+        self.duration = Duration::ZERO;
+        self.admissions.clear();
+        self.tokens.clear();
+        self.steady_tokens = 0;
+        self.streak_ends.clear();
+        self.finished.clear();
+        self.preempted.clear();
+        self.kv_events.clear();
+        self.committed_prefill_tokens = 0;
+        self.scheduled_tokens = 0;
+    }
+
+}
+
+/// What a decode destination did with a reservation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reservation {
+    /// Blocks allocated, sharing this many resident prefix blocks.
+    Reserved { resident_blocks: u32 },
+    /// Not enough free blocks now; nothing done.
+    NoRoom,
+    /// The prompt is larger than the pool.
+    NeverFits,
+}

@@ -1,0 +1,229 @@
+//! One way to build a run: a scenario or a replay case, plus the files it names, becomes a
+//! [`Simulation`]. The CLI, the page, the tests and the fuzz targets all come through here;
+//! they differ only in how files are read ([`Files`]): from a directory natively
+//! ([`DirFiles`]), from uploaded bytes in the page ([`MemFiles`]).
+
+use crate::replay::Case;
+use crate::scenario::{Scenario, SimConfig, WorkloadSpec};
+use crate::workload::{mooncake, Workload};
+use crate::{SimError, Simulation};
+use servesim_engine::perf::interpolated::Profile;
+use servesim_engine::EngineArgs;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// servesim's own scenario format.
+    Scenario(Scenario),
+    /// A Dynamo replay case (`{"trace", "replay": {run_trace_replay arguments}}`).
+    Case(Case),
+}
+
+/// Reads the files a scenario or case names (traces, NPZ profiles), by the names it gives them.
+pub trait Files {
+    /// The whole file.
+    fn read(&mut self, name: &str) -> Result<Vec<u8>, SimError>;
+
+    /// A Mooncake trace, parsed line by line (errors name the file and line).
+    fn trace(&mut self, name: &str, block_tokens: u32) -> Result<Workload, SimError> {
+        let bytes = self.read(name)?;
+        match std::str::from_utf8(&bytes) {
+            Ok(text) => mooncake::parse(text, block_tokens, name),
+            // Line by line, so the error names the line that is not UTF-8.
+            Err(_) => mooncake::parse_reader(&bytes[..], block_tokens, name),
+        }
+    }
+
+    /// The name a trace workload without a `path` reads (an upload has one; a directory
+    /// has none to offer).
+    fn unnamed_trace(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Files relative to a directory (the scenario's or the case's), as Dynamo's replay resolves
+/// them. Traces stream from disk, never held whole.
+pub struct DirFiles {
+    base: PathBuf,
+}
+
+impl DirFiles {
+    /// Files named relative to the directory holding `file`.
+    pub fn beside(file: &Path) -> Self {
+        DirFiles { base: file.parent().unwrap_or(Path::new(".")).to_path_buf() }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.base.join(name)
+    }
+}
+
+impl Files for DirFiles {
+    fn read(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
+        let path = self.path(name);
+        std::fs::read(&path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))
+    }
+
+    fn trace(&mut self, name: &str, block_tokens: u32) -> Result<Workload, SimError> {
+        let path = self.path(name);
+        let file = std::fs::File::open(&path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
+        mooncake::parse_reader(std::io::BufReader::new(file), block_tokens, &path.display().to_string())
+    }
+}
+
+/// Files handed over in memory (uploads in the page), by name.
+#[derive(Clone, Debug, Default)]
+pub struct MemFiles {
+    files: BTreeMap<String, Vec<u8>>,
+    /// The name of the uploaded trace, for a trace workload that names none.
+    trace_name: Option<String>,
+}
+
+impl MemFiles {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn insert(&mut self, name: impl Into<String>, bytes: Vec<u8>) {
+        self.files.insert(name.into(), bytes);
+    }
+
+    /// The uploaded trace: read under `name`, and by a trace workload that names no file.
+    pub fn insert_trace(&mut self, name: impl Into<String>, bytes: Vec<u8>) {
+        let name = name.into();
+        self.trace_name = Some(name.clone());
+        self.files.insert(name, bytes);
+    }
+}
+
+impl Files for MemFiles {
+    fn read(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
+        self.files.get(name).cloned().ok_or_else(|| SimError::new(format!("`{name}` is not loaded (upload the file)")))
+    }
+
+    fn trace(&mut self, name: &str, block_tokens: u32) -> Result<Workload, SimError> {
+        let Some(bytes) = self.files.get(name) else {
+            return Err(SimError::new(format!("workload.path: the trace `{name}` is not loaded (upload the file)")));
+        };
+        match std::str::from_utf8(bytes) {
+            Ok(text) => mooncake::parse(text, block_tokens, name),
+            Err(_) => mooncake::parse_reader(&bytes[..], block_tokens, name),
+        }
+    }
+
+    fn unnamed_trace(&self) -> Option<&str> {
+        Some(self.trace_name.as_deref().unwrap_or("trace.jsonl"))
+    }
+}
+
+/// NPZ profiles the engines are timed by, loaded once, by the path the arguments give.
+#[derive(Clone, Debug, Default)]
+pub struct Profiles(BTreeMap<String, Arc<Profile>>);
+
+impl Profiles {
+    /// Loads the profile each engine of `cfg` names (`timing_model` `dynamo_profile` or
+    /// `planner_profile_data`).
+    pub fn load(cfg: &SimConfig, files: &mut dyn Files) -> Result<Self, SimError> {
+        let mut profiles = BTreeMap::new();
+        for engine in cfg.engines() {
+            let Some(path) = engine.profile_path() else { continue };
+            if profiles.contains_key(path) {
+                continue;
+            }
+            let bytes = files.read(path)?;
+            let profile = Profile::from_npz(&bytes).map_err(|e| SimError::new(format!("{path}: {e}")))?;
+            profiles.insert(path.to_string(), Arc::new(profile));
+        }
+        Ok(Profiles(profiles))
+    }
+
+    /// The profile `engine` is timed by, if it names one and it was loaded.
+    pub fn get(&self, engine: &EngineArgs) -> Option<Arc<Profile>> {
+        engine.profile_path().and_then(|p| self.0.get(p)).cloned()
+    }
+}
+
+/// How the time-series window is chosen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Interval {
+    /// The scenario's or case's `timeseries_interval_ms`.
+    Configured,
+    /// About 80 windows over the arrivals (plus a margin for the tail).
+    Auto,
+    Fixed(f64),
+}
+
+/// Choices of the caller, not of the scenario.
+#[derive(Clone, Copy, Debug)]
+pub struct BuildOptions {
+    pub interval: Interval,
+    /// Record the time series (a replay whose series nobody reads saves the bookkeeping).
+    pub timeseries: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions { interval: Interval::Configured, timeseries: true }
+    }
+}
+
+/// Builds the run `input` describes, reading what it names through `files`.
+pub fn build(input: &Input, files: &mut dyn Files, opts: &BuildOptions) -> Result<Simulation, SimError> {
+    let mut cfg = match input {
+        Input::Scenario(s) => s.config()?,
+        Input::Case(c) => c.config()?,
+    };
+    cfg.profiles = Profiles::load(&cfg, files)?;
+    let workload = match input {
+        Input::Case(c) => files.trace(&c.trace, c.trace_block_size())?,
+        Input::Scenario(s) => match &s.workload {
+            WorkloadSpec::Synthetic(spec) => spec.generate()?,
+            WorkloadSpec::Trace { path, trace_block_size, .. } => {
+                let name = match path.as_deref().or(files.unnamed_trace()) {
+                    Some(name) => name.to_string(),
+                    None => return Err(SimError::new("workload.path: a trace workload needs a path")),
+                };
+                files.trace(&name, *trace_block_size)?
+            }
+        },
+    };
+    match opts.interval {
+        Interval::Configured => {}
+        Interval::Fixed(ms) => cfg.timeseries_interval_ms = ms,
+        Interval::Auto => {
+            let (lo, hi) = workload.rows.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| (lo.min(r.timestamp), hi.max(r.timestamp)));
+            let span = (hi - lo) / cfg.arrival_speedup_ratio;
+            if span.is_finite() && span > 0.0 {
+                cfg.timeseries_interval_ms = nice_interval(span * 1.2, 80.0);
+            }
+        }
+    }
+    Ok(Simulation::new(&cfg, workload)?.with_timeseries(opts.timeseries))
+}
+
+/// A round window (1, 2 or 5 times a power of ten ms, at least 1 µs) giving about `target`
+/// windows over `span_ms`.
+pub fn nice_interval(span_ms: f64, target: f64) -> f64 {
+    if !(span_ms.is_finite() && span_ms > 0.0) {
+        return 1.0;
+    }
+    let raw = span_ms / target;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0].into_iter().find(|m| m * mag >= raw).unwrap_or(10.0);
+    (step * mag).max(1e-3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_intervals() {
+        assert_eq!(nice_interval(12_000.0, 120.0), 100.0);
+        assert_eq!(nice_interval(25_000.0, 120.0), 500.0);
+        assert_eq!(nice_interval(0.0, 120.0), 1.0);
+    }
+}

@@ -1,0 +1,99 @@
+//! The cluster's hardware as the harness sees it: pools of workers behind a router, each
+//! worker a group of data-parallel ranks, each rank one engine core.
+
+use super::router::Router;
+use servesim_engine::{Engine, EngineArgs, PassOutput};
+use std::collections::VecDeque;
+
+/// Which pool a rank serves in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    Aggregated,
+    Prefill,
+    Decode,
+}
+
+impl Role {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Role::Aggregated => "aggregated",
+            Role::Prefill => "prefill",
+            Role::Decode => "decode",
+        }
+    }
+}
+
+/// Workers of one role behind one router; routing targets are their ranks.
+pub(crate) struct Pool {
+    pub role: Role,
+    pub router: Router,
+    /// Global index of the pool's first rank; its ranks are contiguous, worker by worker.
+    pub first_rank: usize,
+    pub workers: usize,
+    pub dp_size: usize,
+    pub block_size: u32,
+    pub max_num_batched_tokens: u64,
+    pub args: EngineArgs,
+    /// Requests held by the router while every target is busy (FCFS).
+    pub queued: VecDeque<u32>,
+}
+
+impl Pool {
+    /// Routing target k is rank k / workers of worker k mod workers (targets cycle through
+    /// the workers first, as the reference's round robin does).
+    pub fn rank_of(&self, target: usize) -> usize {
+        self.first_rank + (target % self.workers) * self.dp_size + target / self.workers
+    }
+
+    pub fn target_of(&self, rank: usize) -> usize {
+        let i = rank - self.first_rank;
+        (i % self.dp_size) * self.workers + i / self.dp_size
+    }
+}
+
+/// A worker's data-parallel ranks step together: a pass starts on every rank with work at
+/// once and ends when the slowest rank does (the attention-DP barrier).
+pub(crate) struct Worker {
+    pub ranks: std::ops::Range<usize>,
+    pub busy: bool,
+}
+
+/// One engine core (a worker's data-parallel rank).
+pub(crate) struct Rank {
+    pub engine: Engine,
+    pub pool: usize,
+    pub worker: u32,
+    /// Global index of its worker.
+    pub group: usize,
+    /// Whether it computed a pass in its worker's current pass.
+    pub stepped: bool,
+    /// The running pass's effects, applied when it ends.
+    pub pending: PassOutput,
+    /// When its latest pass ended: the gap of its steady tokens runs from there.
+    pub last_pass_end_ms: f64,
+    /// Its pass just ended with nothing running and requests queued: the next pass, at the
+    /// same instant, begins as an idle pass (see `Simulation::idle_pass`).
+    pub idle_pass: bool,
+}
+
+/// Every pool, worker and rank of the cluster.
+#[derive(Default)]
+pub(crate) struct Fleet {
+    pub pools: Vec<Pool>,
+    pub workers: Vec<Worker>,
+    pub ranks: Vec<Rank>,
+}
+
+impl Fleet {
+    /// The pool arrivals are routed to: the aggregated pool, or the prefill pool.
+    pub const ENTRY: usize = 0;
+
+    pub fn busy(&self, rank: usize) -> bool {
+        self.workers[self.ranks[rank].group].busy
+    }
+
+    /// The pool of `role`, if the cluster has one.
+    pub fn pool_of(&self, role: Role) -> Option<usize> {
+        self.pools.iter().position(|p| p.role == role)
+    }
+}

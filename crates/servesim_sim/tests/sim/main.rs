@@ -1,0 +1,11 @@
+//! The harness crate's integration tests, one binary: conformance against the reference's
+//! figures, the runs the reference gives up on, time series, routing and the indexer.
+
+mod common;
+mod conformance;
+mod kvbm;
+mod proptest_indexer;
+mod reference_aborts;
+mod steady_tokens;
+mod timeseries;
+mod unschedulable;
