@@ -4,8 +4,8 @@
 
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import type { RunResult } from './protocol';
 import { cdf, latencies } from './charts-math';
+import type { RunResult } from './protocol';
 
 export interface Run {
   label: string;
@@ -38,7 +38,10 @@ class Chart {
   private plot: uPlot | null = null;
   private observer: ResizeObserver;
 
-  constructor(private host: HTMLElement, private height: number) {
+  constructor(
+    private host: HTMLElement,
+    private height: number,
+  ) {
     this.observer = new ResizeObserver(() => {
       if (this.plot) this.plot.setSize({ width: this.width(), height: this.height });
     });
@@ -49,7 +52,11 @@ class Chart {
     return Math.max(240, Math.floor(this.host.clientWidth - 4));
   }
 
-  draw(data: uPlot.AlignedData, series: SeriesSpec[], opts: { xLabel: string; yLabel: string; y2Label?: string; yRange?: [number, number]; counts?: boolean }): void {
+  draw(
+    data: uPlot.AlignedData,
+    series: SeriesSpec[],
+    opts: { xLabel: string; yLabel: string; y2Label?: string; yRange?: [number, number]; counts?: boolean },
+  ): void {
     this.plot?.destroy();
     const values = (_u: uPlot, splits: number[]) => splits.map(compact);
     const axes: uPlot.Axis[] = [
@@ -111,7 +118,10 @@ function color(i: number): string {
 export class Charts {
   private charts = new Map<string, Chart>();
 
-  constructor(root: ParentNode, private height = 220) {
+  constructor(
+    root: ParentNode,
+    private height = 220,
+  ) {
     for (const fig of root.querySelectorAll<HTMLElement>('figure.chart')) {
       const host = document.createElement('div');
       host.className = 'plot';
@@ -127,7 +137,7 @@ export class Charts {
   render(runs: Run[]): void {
     const style = (run: Run): { dash?: number[]; tag: string } => ({
       dash: run.baseline ? [6, 4] : undefined,
-      tag: runs.length > 1 ? run.label + ' ' : '',
+      tag: runs.length > 1 ? `${run.label} ` : '',
     });
 
     // Throughput: output and input tokens/s (input on the right axis).
@@ -136,8 +146,8 @@ export class Charts {
       runs.flatMap((run) => {
         const s = style(run);
         return [
-          { label: s.tag + 'output tok/s', color: color(0), dash: s.dash },
-          { label: s.tag + 'input tok/s', color: color(2), dash: s.dash, scale: 'y2' },
+          { label: `${s.tag}output tok/s`, color: color(0), dash: s.dash },
+          { label: `${s.tag}input tok/s`, color: color(2), dash: s.dash, scale: 'y2' },
         ];
       }),
       { xLabel: 'time (s)', yLabel: 'output tok/s', y2Label: 'input tok/s' },
@@ -147,7 +157,14 @@ export class Charts {
     const latLabel = ['TTFT p50', 'TTFT p99', 'ITL p50', 'ITL p99'];
     this.chart('latency')?.draw(
       join(runs.map((run) => [seconds(run.result.series.t_ms), ...lat.map((k) => nulls(run.result.series.cluster[k]))])),
-      runs.flatMap((run) => lat.map((_, i) => ({ label: style(run).tag + latLabel[i], color: color(i === 0 || i === 1 ? i : i + 1), dash: style(run).dash, scale: i >= 2 ? 'y2' : 'y' }))),
+      runs.flatMap((run) =>
+        lat.map((_, i) => ({
+          label: style(run).tag + latLabel[i],
+          color: color(i === 0 || i === 1 ? i : i + 1),
+          dash: style(run).dash,
+          scale: i >= 2 ? 'y2' : 'y',
+        })),
+      ),
       { xLabel: 'time (s)', yLabel: 'TTFT (ms)', y2Label: 'ITL (ms)' },
     );
 
@@ -164,7 +181,9 @@ export class Charts {
       }
       this.chart(id)?.draw(
         join(tables),
-        runs.filter((_, i) => cdf(lats[i][key])[0].length > 0).map((run, i) => ({ label: `${style(run).tag}${name}`, color: color(i === 0 ? 0 : 1), dash: style(run).dash })),
+        runs
+          .filter((_, i) => cdf(lats[i][key])[0].length > 0)
+          .map((run, i) => ({ label: `${style(run).tag}${name}`, color: color(i === 0 ? 0 : 1), dash: style(run).dash })),
         { xLabel: `${name} (ms)`, yLabel: 'percentile', yRange: [0, 100] },
       );
     }
@@ -177,7 +196,7 @@ export class Charts {
         const ranks = run.result.series.ranks.slice(0, MAX_RANKS);
         tables.push([seconds(run.result.series.t_ms), ...ranks.map((r) => nulls(r.columns[column] ?? new Float64Array(run.result.series.t_ms.length)))]);
         ranks.forEach((r, i) => {
-          const pool = r.pool && r.pool !== 'aggregated' && r.pool !== 'agg' ? r.pool + ' ' : 'worker ';
+          const pool = r.pool && r.pool !== 'aggregated' && r.pool !== 'agg' ? `${r.pool} ` : 'worker ';
           const dp = run.result.series.ranks.some((x) => x.dp_rank > 0) ? `.${r.dp_rank}` : '';
           const name = `${pool}${r.worker}${dp}`;
           series.push({ label: style(run).tag + name, color: color(i), dash: style(run).dash });

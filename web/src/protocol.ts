@@ -39,7 +39,17 @@ export interface RunResult {
 export type Request =
   | { type: 'hello'; id: number }
   | { type: 'normalize'; id: number; json: string }
-  | { type: 'run'; id: number; json: string; /** An uploaded Mooncake trace file. */ trace?: Blob; /** 0: automatic; absent: the scenario's. */ interval_ms?: number; /** Uploaded files by the name the scenario uses (NPZ profiles). */ files?: Record<string, Uint8Array> }
+  | {
+      type: 'run';
+      id: number;
+      json: string;
+      /** An uploaded Mooncake trace file. */
+      trace?: Blob;
+      /** 0: automatic; absent: the scenario's. */
+      interval_ms?: number;
+      /** Uploaded files by the name the scenario uses (NPZ profiles). */
+      files?: Record<string, Uint8Array>;
+    }
   | { type: 'cancel'; id: number }
   | { type: 'report'; id: number; run: number }
   /** Test hook: makes the engine panic. */

@@ -1,8 +1,8 @@
 // Result views that are not charts: headline cards, the summary table (the report's own
 // keys), reasons for requests that could not run, and exports (CSV, CLI command).
 
-import type { Reason, RunResult, TimeSeries } from './protocol';
 import type { Run } from './charts';
+import type { Reason, RunResult, TimeSeries } from './protocol';
 
 export const HEADLINE: [string, string, string][] = [
   ['mean_ttft_ms', 'Mean TTFT', 'ms'],
@@ -40,7 +40,7 @@ export function renderHeadline(root: HTMLElement, runs: Run[]): void {
     const value = cur.result.summary[key];
     const v = document.createElement('div');
     v.className = 'value';
-    v.id = 'h-' + key;
+    v.id = `h-${key}`;
     v.textContent = fmt(value);
     const u = document.createElement('span');
     u.className = 'unit';
@@ -69,7 +69,7 @@ function delta(a: unknown, b: unknown): string {
 }
 
 export function renderSummary(table: HTMLTableElement, runs: Run[]): void {
-  const head = table.tHead!;
+  const head = table.createTHead(); // the existing <thead> (the markup has one)
   const body = table.tBodies[0];
   head.replaceChildren();
   body.replaceChildren();
@@ -119,15 +119,31 @@ function csvNum(x: number): string {
 /** One row per request, in trace order. */
 export function recordsCsv(r: RunResult): string {
   const c = r.records;
-  const lines = ['request,arrival_ms,input_length,output_tokens,first_token_ms,last_token_ms,end_ms,ttft_ms,e2e_ms,reused_input_tokens,readmissions,status,worker'];
+  const lines = [
+    'request,arrival_ms,input_length,output_tokens,first_token_ms,last_token_ms,end_ms,ttft_ms,e2e_ms,reused_input_tokens,readmissions,status,worker',
+  ];
   for (let i = 0; i < c.arrival_ms.length; i++) {
     const ttft = c.first_token_ms[i] - c.arrival_ms[i];
     const e2e = c.end_ms[i] - c.arrival_ms[i];
     lines.push(
-      [i, c.arrival_ms[i], c.input_length[i], c.output_tokens[i], csvNum(c.first_token_ms[i]), csvNum(c.last_token_ms[i]), csvNum(c.end_ms[i]), csvNum(ttft), csvNum(e2e), c.reused_input_tokens[i], Math.max(0, c.admissions[i] - 1), STATUS[c.status[i]] ?? '', c.worker[i]].join(','),
+      [
+        i,
+        c.arrival_ms[i],
+        c.input_length[i],
+        c.output_tokens[i],
+        csvNum(c.first_token_ms[i]),
+        csvNum(c.last_token_ms[i]),
+        csvNum(c.end_ms[i]),
+        csvNum(ttft),
+        csvNum(e2e),
+        c.reused_input_tokens[i],
+        Math.max(0, c.admissions[i] - 1),
+        STATUS[c.status[i]] ?? '',
+        c.worker[i],
+      ].join(','),
     );
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 /** Cluster columns, then each rank's columns, one row per window end. */
@@ -137,7 +153,7 @@ export function seriesCsv(s: TimeSeries): string {
   for (const r of s.ranks) for (const [k, v] of Object.entries(r.columns)) cols.push([`w${r.worker}_dp${r.dp_rank}_${k}`, v]);
   const lines = [cols.map(([k]) => k).join(',')];
   for (let i = 0; i < s.t_ms.length; i++) lines.push(cols.map(([, v]) => csvNum(v[i])).join(','));
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 /** The shell command that runs the same scenario natively. */
