@@ -111,8 +111,10 @@ function join(tables: Table[]): uPlot.AlignedData {
   return uPlot.join(tables as unknown as uPlot.AlignedData[]);
 }
 
+/** The palette's colour for series `i` (a non-negative index), cycling. */
 function color(i: number): string {
-  return PALETTE[i % PALETTE.length];
+  // biome-ignore lint/style/noNonNullAssertion: i % PALETTE.length is within the non-empty palette for any index i >= 0
+  return PALETTE[i % PALETTE.length]!;
 }
 
 export class Charts {
@@ -153,13 +155,17 @@ export class Charts {
       { xLabel: 'time (s)', yLabel: 'output tok/s', y2Label: 'input tok/s' },
     );
 
-    const lat = ['ttft_p50_ms', 'ttft_p99_ms', 'itl_p50_ms', 'itl_p99_ms'];
-    const latLabel = ['TTFT p50', 'TTFT p99', 'ITL p50', 'ITL p99'];
+    const lat = [
+      ['ttft_p50_ms', 'TTFT p50'],
+      ['ttft_p99_ms', 'TTFT p99'],
+      ['itl_p50_ms', 'ITL p50'],
+      ['itl_p99_ms', 'ITL p99'],
+    ] as const;
     this.chart('latency')?.draw(
-      join(runs.map((run) => [seconds(run.result.series.t_ms), ...lat.map((k) => nulls(run.result.series.cluster[k]))])),
+      join(runs.map((run) => [seconds(run.result.series.t_ms), ...lat.map(([k]) => nulls(run.result.series.cluster[k]))])),
       runs.flatMap((run) =>
-        lat.map((_, i) => ({
-          label: style(run).tag + latLabel[i],
+        lat.map(([, label], i) => ({
+          label: style(run).tag + label,
           color: color(i === 0 || i === 1 ? i : i + 1),
           dash: style(run).dash,
           scale: i >= 2 ? 'y2' : 'y',
@@ -168,22 +174,21 @@ export class Charts {
       { xLabel: 'time (s)', yLabel: 'TTFT (ms)', y2Label: 'ITL (ms)' },
     );
 
-    const lats = runs.map((run) => latencies(run.result));
+    const lats = runs.map((run) => ({ run, lat: latencies(run.result) }));
     for (const [id, key, name] of [
       ['dist-ttft', 'ttft', 'TTFT'],
       ['dist-tpot', 'tpot', 'TPOT'],
       ['dist-e2e', 'e2e', 'E2E'],
     ] as const) {
-      const tables = lats.map((l) => cdf(l[key]) as Table).filter((t) => t[0].length > 0);
-      if (tables.length === 0) {
+      // The runs with samples, each with its CDF.
+      const shown = lats.map(({ run, lat }) => ({ run, table: cdf(lat[key]) as Table })).filter(({ table }) => table[0].length > 0);
+      if (shown.length === 0) {
         this.chart(id)?.clear();
         continue;
       }
       this.chart(id)?.draw(
-        join(tables),
-        runs
-          .filter((_, i) => cdf(lats[i][key])[0].length > 0)
-          .map((run, i) => ({ label: `${style(run).tag}${name}`, color: color(i === 0 ? 0 : 1), dash: style(run).dash })),
+        join(shown.map(({ table }) => table)),
+        shown.map(({ run }, i) => ({ label: `${style(run).tag}${name}`, color: color(i === 0 ? 0 : 1), dash: style(run).dash })),
         { xLabel: `${name} (ms)`, yLabel: 'percentile', yRange: [0, 100] },
       );
     }

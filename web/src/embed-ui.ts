@@ -40,7 +40,7 @@ async function start(): Promise<void> {
     const run = { label: 'run', result };
     renderHeadline(element('#headline'), [run]);
     charts.render([run]);
-    status.set('done', `${result.summary.num_requests} requests, ${(result.summary.duration_ms / 1000).toFixed(1)} s simulated`);
+    status.set('done', `${result.summary.num_requests} requests, ${((result.summary.duration_ms ?? 0) / 1000).toFixed(1)} s simulated`);
   } catch (e) {
     status.set('error', 'Error');
     showMessage(message, `The engine refused this scenario: ${(e as Error).message}`);

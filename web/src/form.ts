@@ -2,7 +2,7 @@
 // performance-model pickers, keeps the scenario object in step with the inputs, and flags
 // invalid input before a run. Every label and message is set as text, never as HTML.
 
-import { DTYPES, GPUS, kvBytesPerToken, MODELS, type ModelShape, presetFor } from './presets';
+import { DTYPES, GPUS, kvBytesPerToken, MODELS, type ModelShape, modelPreset, presetFor } from './presets';
 import { clone, getPath, type Json, type JsonObject, setPath } from './scenario';
 import { CLUSTER, ENGINE, type Field, formatValue, PERF, parseField, SCENARIO, type Section, WORKLOAD } from './schema';
 
@@ -255,11 +255,13 @@ export class ConfigForm {
     select.addEventListener('change', () => {
       if (select.value === '') {
         setPath(this.state, 'engine.kv_bytes_per_token', null);
-      } else if (select.value !== 'custom') {
-        this.model = { ...MODELS[select.value] };
-        this.modelId = select.value;
-        this.applyModel();
       } else {
+        // A preset replaces the shape; `custom` keeps it (its inputs edit it).
+        const preset = modelPreset(select.value);
+        if (preset) {
+          this.model = { ...preset };
+          this.modelId = select.value;
+        }
         this.applyModel();
       }
       custom.hidden = select.value !== 'custom';

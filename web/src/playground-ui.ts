@@ -116,11 +116,11 @@ async function run(): Promise<void> {
       performance.mark('servesim:result');
       renderResults();
       performance.mark('servesim:rendered');
-      const n = result.summary.num_requests;
+      const requests = fmt(result.summary.num_requests);
       const secs = (result.summary.duration_ms ?? 0) / 1000;
       status.set(
         'done',
-        `${result.cancelled ? 'Cancelled' : 'Done'}: ${n.toLocaleString('en-US')} requests, ${secs.toFixed(1)} s simulated in ${result.elapsed_ms.toFixed(0)} ms`,
+        `${result.cancelled ? 'Cancelled' : 'Done'}: ${requests} requests, ${secs.toFixed(1)} s simulated in ${result.elapsed_ms.toFixed(0)} ms`,
       );
       if (!document.body.dataset.firstResultsMs) document.body.dataset.firstResultsMs = performance.now().toFixed(0);
       finishJob();

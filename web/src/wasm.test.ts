@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defaultScenario, initSync, normalizeScenario, Simulation } from '../pkg/servesim_wasm.js';
 import { cdf } from './charts-math';
-import type { RunResult } from './protocol';
+import { CLUSTER_COLUMNS, RECORD_COLUMNS, type RecordColumns, type RunResult } from './protocol';
 import { recordsCsv, seriesCsv } from './results';
 
 beforeAll(() => {
@@ -63,13 +63,16 @@ describe('the engine module', () => {
 
   it('hands over records and time series as typed-array columns', () => {
     const sim = runToEnd('{"cluster": {"num_workers": 2}, "workload": {"type": "synthetic", "num_requests": 80}}');
-    const rec = sim.records() as Record<string, Float64Array>;
+    const rec = sim.records() as RecordColumns;
+    // The columns the page's types name, and no others.
+    expect(Object.keys(rec).sort()).toEqual([...RECORD_COLUMNS].sort());
     expect(rec.arrival_ms).toBeInstanceOf(Float64Array);
     expect(rec.end_ms.length).toBe(80);
     expect(new Set(rec.worker)).toEqual(new Set([0, 1]));
     const ts = sim.timeseries() as RunResult['series'];
     expect(ts.t_ms.length).toBeGreaterThan(10);
     expect(ts.ranks).toHaveLength(2);
+    expect(Object.keys(ts.cluster).sort()).toEqual([...CLUSTER_COLUMNS].sort());
     expect(ts.cluster.output_tok_s.length).toBe(ts.t_ms.length);
     const summary = sim.summary();
     const tokens = ts.cluster.output_tok_s.reduce((s, x) => s + (x * ts.interval_ms) / 1000, 0);
