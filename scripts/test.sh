@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test: native unit, conformance and stress tests; the wasm32 build check; the web
-# playground's wasm tests (Node), unit tests and end-to-end tests (Chromium).
+# playground's wasm tests (Node), lint and format check, unit and end-to-end tests (Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== native tests"
@@ -17,6 +17,8 @@ cargo build --locked --release -p servesim_cli
 node scripts/replay-wasm.mjs --check tests/conformance/cases/*.json
 # The documented command itself, byte for byte (npm's banner would break this: see .npmrc).
 npm run replay:wasm -- tests/conformance/cases/vllm-prefix.json | cmp - <(target/release/servesim replay tests/conformance/cases/vllm-prefix.json)
+echo "== web lint and format (Biome; fails on any finding or unformatted file; tsc ran in the web build)"
+npx biome ci
 echo "== web unit tests (vitest; the real engine module in Node)"
 npx vitest run --config web/vite.config.ts
 echo "== end-to-end tests (Playwright, Chromium)"

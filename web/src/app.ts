@@ -1,8 +1,8 @@
 // Shared start-up for both pages: the engine worker, reading the scenario from a link, and
 // the status line.
 
-import { Engine } from './engine';
 import type { Early } from './early';
+import { Engine } from './engine';
 import { diff, type JsonObject } from './scenario';
 import { decodeLink, encodeLink, LinkError } from './share';
 
@@ -21,6 +21,13 @@ export class Status {
       this.node.dataset.runs = String(this.runs);
     }
   }
+}
+
+/** The page's element for a selector: the markup has it, so a missing one is a bug and throws. */
+export function element<T extends HTMLElement = HTMLElement>(selector: string): T {
+  const found = document.querySelector<T>(selector);
+  if (!found) throw new Error(`the page has no ${selector}`);
+  return found;
 }
 
 export function showMessage(node: HTMLElement, text: string | null, kind: 'error' | 'info' = 'error'): void {

@@ -4,8 +4,8 @@
 
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import type { RunResult } from './protocol';
 import { cdf, latencies } from './charts-math';
+import type { RunResult } from './protocol';
 
 export interface Run {
   label: string;
@@ -38,7 +38,10 @@ class Chart {
   private plot: uPlot | null = null;
   private observer: ResizeObserver;
 
-  constructor(private host: HTMLElement, private height: number) {
+  constructor(
+    private host: HTMLElement,
+    private height: number,
+  ) {
     this.observer = new ResizeObserver(() => {
       if (this.plot) this.plot.setSize({ width: this.width(), height: this.height });
     });
@@ -49,7 +52,11 @@ class Chart {
     return Math.max(240, Math.floor(this.host.clientWidth - 4));
   }
 
-  draw(data: uPlot.AlignedData, series: SeriesSpec[], opts: { xLabel: string; yLabel: string; y2Label?: string; yRange?: [number, number]; counts?: boolean }): void {
+  draw(
+    data: uPlot.AlignedData,
+    series: SeriesSpec[],
+    opts: { xLabel: string; yLabel: string; y2Label?: string; yRange?: [number, number]; counts?: boolean },
+  ): void {
     this.plot?.destroy();
     const values = (_u: uPlot, splits: number[]) => splits.map(compact);
     const axes: uPlot.Axis[] = [
@@ -104,14 +111,19 @@ function join(tables: Table[]): uPlot.AlignedData {
   return uPlot.join(tables as unknown as uPlot.AlignedData[]);
 }
 
+/** The palette's colour for series `i` (a non-negative index), cycling. */
 function color(i: number): string {
-  return PALETTE[i % PALETTE.length];
+  // biome-ignore lint/style/noNonNullAssertion: i % PALETTE.length is within the non-empty palette for any index i >= 0
+  return PALETTE[i % PALETTE.length]!;
 }
 
 export class Charts {
   private charts = new Map<string, Chart>();
 
-  constructor(root: ParentNode, private height = 220) {
+  constructor(
+    root: ParentNode,
+    private height = 220,
+  ) {
     for (const fig of root.querySelectorAll<HTMLElement>('figure.chart')) {
       const host = document.createElement('div');
       host.className = 'plot';
@@ -127,7 +139,7 @@ export class Charts {
   render(runs: Run[]): void {
     const style = (run: Run): { dash?: number[]; tag: string } => ({
       dash: run.baseline ? [6, 4] : undefined,
-      tag: runs.length > 1 ? run.label + ' ' : '',
+      tag: runs.length > 1 ? `${run.label} ` : '',
     });
 
     // Throughput: output and input tokens/s (input on the right axis).
@@ -136,35 +148,47 @@ export class Charts {
       runs.flatMap((run) => {
         const s = style(run);
         return [
-          { label: s.tag + 'output tok/s', color: color(0), dash: s.dash },
-          { label: s.tag + 'input tok/s', color: color(2), dash: s.dash, scale: 'y2' },
+          { label: `${s.tag}output tok/s`, color: color(0), dash: s.dash },
+          { label: `${s.tag}input tok/s`, color: color(2), dash: s.dash, scale: 'y2' },
         ];
       }),
       { xLabel: 'time (s)', yLabel: 'output tok/s', y2Label: 'input tok/s' },
     );
 
-    const lat = ['ttft_p50_ms', 'ttft_p99_ms', 'itl_p50_ms', 'itl_p99_ms'];
-    const latLabel = ['TTFT p50', 'TTFT p99', 'ITL p50', 'ITL p99'];
+    const lat = [
+      ['ttft_p50_ms', 'TTFT p50'],
+      ['ttft_p99_ms', 'TTFT p99'],
+      ['itl_p50_ms', 'ITL p50'],
+      ['itl_p99_ms', 'ITL p99'],
+    ] as const;
     this.chart('latency')?.draw(
-      join(runs.map((run) => [seconds(run.result.series.t_ms), ...lat.map((k) => nulls(run.result.series.cluster[k]))])),
-      runs.flatMap((run) => lat.map((_, i) => ({ label: style(run).tag + latLabel[i], color: color(i === 0 || i === 1 ? i : i + 1), dash: style(run).dash, scale: i >= 2 ? 'y2' : 'y' }))),
+      join(runs.map((run) => [seconds(run.result.series.t_ms), ...lat.map(([k]) => nulls(run.result.series.cluster[k]))])),
+      runs.flatMap((run) =>
+        lat.map(([, label], i) => ({
+          label: style(run).tag + label,
+          color: color(i === 0 || i === 1 ? i : i + 1),
+          dash: style(run).dash,
+          scale: i >= 2 ? 'y2' : 'y',
+        })),
+      ),
       { xLabel: 'time (s)', yLabel: 'TTFT (ms)', y2Label: 'ITL (ms)' },
     );
 
-    const lats = runs.map((run) => latencies(run.result));
+    const lats = runs.map((run) => ({ run, lat: latencies(run.result) }));
     for (const [id, key, name] of [
       ['dist-ttft', 'ttft', 'TTFT'],
       ['dist-tpot', 'tpot', 'TPOT'],
       ['dist-e2e', 'e2e', 'E2E'],
     ] as const) {
-      const tables = lats.map((l) => cdf(l[key]) as Table).filter((t) => t[0].length > 0);
-      if (tables.length === 0) {
+      // The runs with samples, each with its CDF.
+      const shown = lats.map(({ run, lat }) => ({ run, table: cdf(lat[key]) as Table })).filter(({ table }) => table[0].length > 0);
+      if (shown.length === 0) {
         this.chart(id)?.clear();
         continue;
       }
       this.chart(id)?.draw(
-        join(tables),
-        runs.filter((_, i) => cdf(lats[i][key])[0].length > 0).map((run, i) => ({ label: `${style(run).tag}${name}`, color: color(i === 0 ? 0 : 1), dash: style(run).dash })),
+        join(shown.map(({ table }) => table)),
+        shown.map(({ run }, i) => ({ label: `${style(run).tag}${name}`, color: color(i === 0 ? 0 : 1), dash: style(run).dash })),
         { xLabel: `${name} (ms)`, yLabel: 'percentile', yRange: [0, 100] },
       );
     }
@@ -177,7 +201,7 @@ export class Charts {
         const ranks = run.result.series.ranks.slice(0, MAX_RANKS);
         tables.push([seconds(run.result.series.t_ms), ...ranks.map((r) => nulls(r.columns[column] ?? new Float64Array(run.result.series.t_ms.length)))]);
         ranks.forEach((r, i) => {
-          const pool = r.pool && r.pool !== 'aggregated' && r.pool !== 'agg' ? r.pool + ' ' : 'worker ';
+          const pool = r.pool && r.pool !== 'aggregated' && r.pool !== 'agg' ? `${r.pool} ` : 'worker ';
           const dp = run.result.series.ranks.some((x) => x.dp_rank > 0) ? `.${r.dp_rank}` : '';
           const name = `${pool}${r.worker}${dp}`;
           series.push({ label: style(run).tag + name, color: color(i), dash: style(run).dash });

@@ -1,13 +1,13 @@
 // The embed page: a compact, read-only view for iframes. It takes the playground's link
 // (`embed.html#v1.…`), runs the scenario and shows the headline numbers and two charts.
 
-import { boot, intervalFor, pageUrl, scenarioFromHash, showMessage, Status } from './app';
+import { boot, element, intervalFor, pageUrl, Status, scenarioFromHash, showMessage } from './app';
 import { Charts } from './charts';
 import { takeSpeculative } from './early';
 import { renderHeadline } from './results';
 
-const status = new Status(document.getElementById('status')!);
-const message = document.getElementById('message')!;
+const status = new Status(element('#status'));
+const message = element('#message');
 const progress = document.getElementById('progress') as HTMLProgressElement;
 
 async function start(): Promise<void> {
@@ -24,7 +24,7 @@ async function start(): Promise<void> {
   if (error) showMessage(message, error);
   const chosen = scenario ?? app.defaults;
   const name = chosen.name;
-  if (typeof name === 'string' && name) document.getElementById('title')!.textContent = name;
+  if (typeof name === 'string' && name) element('#title').textContent = name;
   status.set('running', 'Running…');
   progress.hidden = false;
   try {
@@ -32,12 +32,15 @@ async function start(): Promise<void> {
     const early = takeSpeculative();
     if (early && scenario === null && !error) early.onProgress = (p) => (progress.value = p);
     else early?.cancel();
-    const job = early && scenario === null && !error ? early : app.engine.run(JSON.stringify(chosen), undefined, intervalFor(chosen, app.defaults), (p) => (progress.value = p));
+    const job =
+      early && scenario === null && !error
+        ? early
+        : app.engine.run(JSON.stringify(chosen), undefined, intervalFor(chosen, app.defaults), (p) => (progress.value = p));
     const result = await job.result;
     const run = { label: 'run', result };
-    renderHeadline(document.getElementById('headline')!, [run]);
+    renderHeadline(element('#headline'), [run]);
     charts.render([run]);
-    status.set('done', `${result.summary.num_requests} requests, ${(result.summary.duration_ms / 1000).toFixed(1)} s simulated`);
+    status.set('done', `${result.summary.num_requests} requests, ${((result.summary.duration_ms ?? 0) / 1000).toFixed(1)} s simulated`);
   } catch (e) {
     status.set('error', 'Error');
     showMessage(message, `The engine refused this scenario: ${(e as Error).message}`);

@@ -2,9 +2,9 @@
 // performance-model pickers, keeps the scenario object in step with the inputs, and flags
 // invalid input before a run. Every label and message is set as text, never as HTML.
 
-import { CLUSTER, ENGINE, PERF, SCENARIO, WORKLOAD, formatValue, parseField, type Field, type Section } from './schema';
-import { clone, getPath, setPath, type Json, type JsonObject } from './scenario';
-import { DTYPES, GPUS, MODELS, kvBytesPerToken, presetFor, type ModelShape } from './presets';
+import { DTYPES, GPUS, kvBytesPerToken, MODELS, type ModelShape, modelPreset, presetFor } from './presets';
+import { clone, getPath, type Json, type JsonObject, setPath } from './scenario';
+import { CLUSTER, ENGINE, type Field, formatValue, PERF, parseField, SCENARIO, type Section, WORKLOAD } from './schema';
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
@@ -14,7 +14,7 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
 }
 
 function idFor(path: string): string {
-  return 'f-' + path.replace(/\./g, '-');
+  return `f-${path.replace(/\./g, '-')}`;
 }
 
 interface Row {
@@ -85,7 +85,7 @@ export class ConfigForm {
   }
 
   private section(title: string, build: (body: HTMLElement) => void, id = title.toLowerCase()): HTMLElement {
-    const details = el('details', { id: 's-' + id, open: '' });
+    const details = el('details', { id: `s-${id}`, open: '' });
     details.append(el('summary', {}, title));
     const body = el('div', { class: 'fields' });
     details.append(body);
@@ -115,10 +115,10 @@ export class ConfigForm {
       if (field.nullable) input.setAttribute('placeholder', field.nullable);
     }
     const unit = el('span', { class: 'unit' }, field.unit ?? '');
-    const error = el('div', { class: 'error', id: id + '-error' });
+    const error = el('div', { class: 'error', id: `${id}-error` });
     const hint = el('div', { class: 'hint' });
     row.append(label, input, unit, hint, error);
-    input.setAttribute('aria-describedby', id + '-error');
+    input.setAttribute('aria-describedby', `${id}-error`);
     const r: Row = { field, row, input, error };
     const handler = () => this.edit(r);
     input.addEventListener(field.kind === 'enum' || field.kind === 'bool' ? 'change' : 'input', handler);
@@ -168,14 +168,16 @@ export class ConfigForm {
       const unsupported = getPath(this.defaults, field.path) === undefined && field.fallback !== undefined && !field.path.startsWith('engine.sglang.');
       hint.textContent = [
         field.help ?? '',
-        `default ${d == null ? field.nullable ?? 'none' : String(d)}${unsupported ? ' (not in this engine build yet)' : ''}`,
-      ].filter(Boolean).join(' · ');
+        `default ${d == null ? (field.nullable ?? 'none') : String(d)}${unsupported ? ' (not in this engine build yet)' : ''}`,
+      ]
+        .filter(Boolean)
+        .join(' · ');
       if (!all && document.activeElement === input) continue;
       if (this.invalid.has(field.path)) continue;
       const v = getPath(this.state, field.path);
       const shown = v === undefined ? field.fallback : v;
       if (input instanceof HTMLInputElement && input.type === 'checkbox') input.checked = Boolean(shown);
-      else input.value = formatValue(field, shown);
+      else input.value = formatValue(shown);
       if (all) {
         r.error.textContent = '';
         input.removeAttribute('aria-invalid');
@@ -195,7 +197,9 @@ export class ConfigForm {
       const tokens = blocks * bs;
       const bytes = getPath(this.state, 'engine.kv_bytes_per_token') as number | null;
       const mem = bytes ? `, ${((tokens * bytes) / 2 ** 30).toFixed(1)} GiB` : '';
-      out.textContent = Number.isFinite(tokens) ? `KV capacity per rank: ${tokens.toLocaleString('en-US')} tokens (${blocks.toLocaleString('en-US')} blocks × ${bs})${mem}` : '';
+      out.textContent = Number.isFinite(tokens)
+        ? `KV capacity per rank: ${tokens.toLocaleString('en-US')} tokens (${blocks.toLocaleString('en-US')} blocks × ${bs})${mem}`
+        : '';
     });
   }
 
@@ -216,19 +220,19 @@ export class ConfigForm {
       ['head_dim', 'Head dim', ''],
       ['params_b', 'Parameters', 'B'],
     ];
-    const inputs: Partial<Record<keyof ModelShape, HTMLInputElement>> = {};
+    const inputs: [keyof ModelShape, HTMLInputElement][] = [];
     for (const [key, label, unit] of nums) {
       const r = el('div', { class: 'field' });
-      const input = el('input', { id: 'f-model-' + key, type: 'text', inputmode: 'numeric' });
-      inputs[key] = input;
+      const input = el('input', { id: `f-model-${key}`, type: 'text', inputmode: 'numeric' });
+      inputs.push([key, input]);
       input.addEventListener('input', () => {
         const n = Number(input.value);
         const ok = input.value.trim() !== '' && Number.isFinite(n) && n > 0 && (key === 'params_b' || Number.isInteger(n));
         input.toggleAttribute('aria-invalid', !ok);
         r.classList.toggle('invalid', !ok);
         if (ok) this.model[key] = n;
-        if (ok) this.invalid.delete('model.' + key);
-        else this.invalid.add('model.' + key);
+        if (ok) this.invalid.delete(`model.${key}`);
+        else this.invalid.add(`model.${key}`);
         if (ok) this.applyModel();
         this.onChange();
       });
@@ -251,11 +255,13 @@ export class ConfigForm {
     select.addEventListener('change', () => {
       if (select.value === '') {
         setPath(this.state, 'engine.kv_bytes_per_token', null);
-      } else if (select.value !== 'custom') {
-        this.model = { ...MODELS[select.value] };
-        this.modelId = select.value;
-        this.applyModel();
       } else {
+        // A preset replaces the shape; `custom` keeps it (its inputs edit it).
+        const preset = modelPreset(select.value);
+        if (preset) {
+          this.model = { ...preset };
+          this.modelId = select.value;
+        }
         this.applyModel();
       }
       custom.hidden = select.value !== 'custom';
@@ -269,9 +275,10 @@ export class ConfigForm {
         select.value = bytes == null ? '' : (p ?? 'custom');
       }
       custom.hidden = select.value !== 'custom';
-      for (const [key] of nums) if (document.activeElement !== inputs[key]) inputs[key]!.value = String(this.model[key]);
+      for (const [key, input] of inputs) if (document.activeElement !== input) input.value = String(this.model[key]);
       dsel.value = String(this.model.dtype_bytes);
-      out.textContent = bytes == null ? 'KV bytes per token: not set' : `KV bytes per token: ${bytes.toLocaleString('en-US')} B (${(bytes / 1024).toFixed(0)} KiB)`;
+      out.textContent =
+        bytes == null ? 'KV bytes per token: not set' : `KV bytes per token: ${bytes.toLocaleString('en-US')} B (${(bytes / 1024).toFixed(0)} KiB)`;
     });
   }
 
@@ -329,7 +336,9 @@ export class ConfigForm {
         const shown = size >= 1 << 20 ? `${(size / (1 << 20)).toFixed(1)} MiB` : `${(size / 1024).toFixed(1)} KiB`;
         info.textContent = `${this.trace.name}: ${shown} (stays in this tab; read by the engine at each run)`;
       } else {
-        info.textContent = want ? `This scenario needs the trace “${String(want)}”: upload it.` : 'Upload a Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids).';
+        info.textContent = want
+          ? `This scenario needs the trace “${String(want)}”: upload it.`
+          : 'Upload a Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids).';
       }
     });
   }

@@ -1,12 +1,12 @@
 // The playground page: configuration form, runs in the worker, charts, comparison, share
 // links, exports.
 
-import { boot, hashFor, intervalFor, pageUrl, scenarioFromHash, showMessage, Status, STORAGE_KEY, type Boot } from './app';
+import { type Boot, boot, element, hashFor, intervalFor, pageUrl, STORAGE_KEY, Status, scenarioFromHash, showMessage } from './app';
 import { Charts, type Run } from './charts';
+import { takeSpeculative } from './early';
 import { ConfigForm } from './form';
 import { cliCommand, download, fmt, recordsCsv, renderHeadline, renderReasons, renderSummary, seriesCsv } from './results';
-import { diff, getPath, pretty, type JsonObject } from './scenario';
-import { takeSpeculative } from './early';
+import { diff, getPath, type JsonObject, pretty } from './scenario';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -52,14 +52,16 @@ function runs(): Run[] {
 }
 
 function renderResults(): void {
+  if (!current) return;
+  const { result } = current;
   const all = runs();
-  if (!all.length) return;
   renderHeadline($('headline'), all);
   renderSummary($<HTMLTableElement>('summary'), all);
-  renderReasons($('reasons'), current!.result.reasons, current!.result.cancelled);
+  renderReasons($('reasons'), result.reasons, result.cancelled);
   charts.render(all);
-  const src = current!.result.series.source;
-  $('series-note').textContent = `Time series: ${fmt(current!.result.series.interval_ms)} ms windows (${src === 'engine' ? "the engine's per-pass metrics" : src}); charts show up to 8 ranks.`;
+  const src = result.series.source;
+  $('series-note').textContent =
+    `Time series: ${fmt(result.series.interval_ms)} ms windows (${src === 'engine' ? "the engine's per-pass metrics" : src}); charts show up to 8 ranks.`;
   for (const b of ['export-json', 'export-csv', 'export-series']) $<HTMLButtonElement>(b).disabled = false;
   pinBtn.disabled = false;
 }
@@ -114,9 +116,12 @@ async function run(): Promise<void> {
       performance.mark('servesim:result');
       renderResults();
       performance.mark('servesim:rendered');
-      const n = result.summary.num_requests;
+      const requests = fmt(result.summary.num_requests);
       const secs = (result.summary.duration_ms ?? 0) / 1000;
-      status.set('done', `${result.cancelled ? 'Cancelled' : 'Done'}: ${n.toLocaleString('en-US')} requests, ${secs.toFixed(1)} s simulated in ${result.elapsed_ms.toFixed(0)} ms`);
+      status.set(
+        'done',
+        `${result.cancelled ? 'Cancelled' : 'Done'}: ${requests} requests, ${secs.toFixed(1)} s simulated in ${result.elapsed_ms.toFixed(0)} ms`,
+      );
       if (!document.body.dataset.firstResultsMs) document.body.dataset.firstResultsMs = performance.now().toFixed(0);
       finishJob();
     },
@@ -241,7 +246,7 @@ if (new URLSearchParams(location.search).has('test-crash')) {
       updateMessage();
     }),
   );
-  document.querySelector('.actions')!.append(b);
+  element('.actions').append(b);
 }
 cancelBtn.addEventListener('click', () => job?.cancel());
 pinBtn.addEventListener('click', () => {
@@ -285,6 +290,6 @@ $('export-json').addEventListener('click', async () => {
 });
 $('export-csv').addEventListener('click', () => current && download('servesim-requests.csv', recordsCsv(current.result), 'text/csv'));
 $('export-series').addEventListener('click', () => current && download('servesim-timeseries.csv', seriesCsv(current.result.series), 'text/csv'));
-$('export-scenario').addEventListener('click', () => download('scenario.json', pretty(diff(form.scenario, app.defaults)) + '\n', 'application/json'));
+$('export-scenario').addEventListener('click', () => download('scenario.json', `${pretty(diff(form.scenario, app.defaults))}\n`, 'application/json'));
 
 void start();

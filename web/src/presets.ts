@@ -12,14 +12,19 @@ export interface ModelShape {
   params_b: number;
 }
 
-export const MODELS: Record<string, ModelShape & { label: string }> = {
+export const MODELS = {
   'llama-3.1-8b': { label: 'Llama 3.1 8B', layers: 32, kv_heads: 8, head_dim: 128, dtype_bytes: 2, params_b: 8 },
   'llama-3.1-70b': { label: 'Llama 3.1 70B', layers: 80, kv_heads: 8, head_dim: 128, dtype_bytes: 2, params_b: 70 },
   'qwen3-32b': { label: 'Qwen3 32B', layers: 64, kv_heads: 8, head_dim: 128, dtype_bytes: 2, params_b: 32 },
   'qwen2.5-7b': { label: 'Qwen2.5 7B', layers: 28, kv_heads: 4, head_dim: 128, dtype_bytes: 2, params_b: 7.6 },
   'qwen3-30b-a3b': { label: 'Qwen3 30B-A3B (MoE)', layers: 48, kv_heads: 4, head_dim: 128, dtype_bytes: 2, params_b: 30.5 },
   'mixtral-8x7b': { label: 'Mixtral 8x7B (MoE)', layers: 32, kv_heads: 8, head_dim: 128, dtype_bytes: 2, params_b: 46.7 },
-};
+} satisfies Record<string, ModelShape & { label: string }>;
+
+/** The preset with this id; `undefined` for any other value (such as the form's `custom`). */
+export function modelPreset(id: string): (ModelShape & { label: string }) | undefined {
+  return Object.entries(MODELS).find(([key]) => key === id)?.[1];
+}
 
 export const DTYPES: { value: number; label: string }[] = [
   { value: 2, label: 'bf16 / fp16 (2 B)' },

@@ -1,8 +1,8 @@
 // Result views that are not charts: headline cards, the summary table (the report's own
 // keys), reasons for requests that could not run, and exports (CSV, CLI command).
 
-import type { Reason, RunResult, TimeSeries } from './protocol';
 import type { Run } from './charts';
+import { entry, type Reason, type RunResult, type TimeSeries } from './protocol';
 
 export const HEADLINE: [string, string, string][] = [
   ['mean_ttft_ms', 'Mean TTFT', 'ms'],
@@ -31,7 +31,8 @@ function cell(tag: 'td' | 'th', text: string, cls?: string): HTMLElement {
 
 export function renderHeadline(root: HTMLElement, runs: Run[]): void {
   root.replaceChildren();
-  const cur = runs[runs.length - 1];
+  const cur = runs.at(-1);
+  if (!cur) return;
   const base = runs.length > 1 ? runs[0] : null;
   for (const [key, label, unit] of HEADLINE) {
     const card = document.createElement('div');
@@ -40,7 +41,7 @@ export function renderHeadline(root: HTMLElement, runs: Run[]): void {
     const value = cur.result.summary[key];
     const v = document.createElement('div');
     v.className = 'value';
-    v.id = 'h-' + key;
+    v.id = `h-${key}`;
     v.textContent = fmt(value);
     const u = document.createElement('span');
     u.className = 'unit';
@@ -69,22 +70,25 @@ function delta(a: unknown, b: unknown): string {
 }
 
 export function renderSummary(table: HTMLTableElement, runs: Run[]): void {
-  const head = table.tHead!;
-  const body = table.tBodies[0];
+  // The markup's <thead> and <tbody> (createTHead returns the existing head).
+  const head = table.createTHead();
+  const body = table.tBodies[0] ?? table.createTBody();
   head.replaceChildren();
   body.replaceChildren();
+  const cur = runs.at(-1);
+  if (!cur) return;
+  const base = runs.length > 1 ? runs[0] : null;
   const hr = document.createElement('tr');
   hr.append(cell('th', 'key'));
   for (const run of runs) hr.append(cell('th', runs.length > 1 ? run.label : 'value', 'num'));
   if (runs.length > 1) hr.append(cell('th', 'B vs A', 'num'));
   head.append(hr);
-  const keys = Object.keys(runs[runs.length - 1].result.summary);
-  for (const k of keys) {
+  for (const k of Object.keys(cur.result.summary)) {
     const tr = document.createElement('tr');
     tr.dataset.key = k;
     tr.append(cell('td', k, 'key'));
     for (const run of runs) tr.append(cell('td', fmt(run.result.summary[k]), 'num'));
-    if (runs.length > 1) tr.append(cell('td', delta(runs[0].result.summary[k], runs[runs.length - 1].result.summary[k]), 'num'));
+    if (base) tr.append(cell('td', delta(base.result.summary[k], cur.result.summary[k]), 'num'));
     body.append(tr);
   }
 }
@@ -119,15 +123,31 @@ function csvNum(x: number): string {
 /** One row per request, in trace order. */
 export function recordsCsv(r: RunResult): string {
   const c = r.records;
-  const lines = ['request,arrival_ms,input_length,output_tokens,first_token_ms,last_token_ms,end_ms,ttft_ms,e2e_ms,reused_input_tokens,readmissions,status,worker'];
-  for (let i = 0; i < c.arrival_ms.length; i++) {
-    const ttft = c.first_token_ms[i] - c.arrival_ms[i];
-    const e2e = c.end_ms[i] - c.arrival_ms[i];
+  const lines = [
+    'request,arrival_ms,input_length,output_tokens,first_token_ms,last_token_ms,end_ms,ttft_ms,e2e_ms,reused_input_tokens,readmissions,status,worker',
+  ];
+  for (const [i, arrival] of c.arrival_ms.entries()) {
+    const first = entry(c.first_token_ms, i);
+    const end = entry(c.end_ms, i);
     lines.push(
-      [i, c.arrival_ms[i], c.input_length[i], c.output_tokens[i], csvNum(c.first_token_ms[i]), csvNum(c.last_token_ms[i]), csvNum(c.end_ms[i]), csvNum(ttft), csvNum(e2e), c.reused_input_tokens[i], Math.max(0, c.admissions[i] - 1), STATUS[c.status[i]] ?? '', c.worker[i]].join(','),
+      [
+        i,
+        arrival,
+        entry(c.input_length, i),
+        entry(c.output_tokens, i),
+        csvNum(first),
+        csvNum(entry(c.last_token_ms, i)),
+        csvNum(end),
+        csvNum(first - arrival),
+        csvNum(end - arrival),
+        entry(c.reused_input_tokens, i),
+        Math.max(0, entry(c.admissions, i) - 1),
+        STATUS[entry(c.status, i)] ?? '',
+        entry(c.worker, i),
+      ].join(','),
     );
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 /** Cluster columns, then each rank's columns, one row per window end. */
@@ -136,8 +156,8 @@ export function seriesCsv(s: TimeSeries): string {
   for (const [k, v] of Object.entries(s.cluster)) cols.push([k, v]);
   for (const r of s.ranks) for (const [k, v] of Object.entries(r.columns)) cols.push([`w${r.worker}_dp${r.dp_rank}_${k}`, v]);
   const lines = [cols.map(([k]) => k).join(',')];
-  for (let i = 0; i < s.t_ms.length; i++) lines.push(cols.map(([, v]) => csvNum(v[i])).join(','));
-  return lines.join('\n') + '\n';
+  for (const i of s.t_ms.keys()) lines.push(cols.map(([, v]) => csvNum(entry(v, i))).join(','));
+  return `${lines.join('\n')}\n`;
 }
 
 /** The shell command that runs the same scenario natively. */

@@ -44,7 +44,11 @@ describe('scenario diff', () => {
 });
 
 describe('field checks', () => {
-  const field = (path: string) => [...ENGINE.fields, ...CLUSTER.fields, ...WORKLOAD.fields].find((f) => f.path === path)!;
+  const field = (path: string) => {
+    const found = [...ENGINE.fields, ...CLUSTER.fields, ...WORKLOAD.fields].find((f) => f.path === path);
+    if (!found) throw new Error(`no field ${path}`);
+    return found;
+  };
   it('flag bad numbers with a reason', () => {
     expect(parseField(field('engine.num_gpu_blocks'), '-5')).toEqual({ error: 'at least 1' });
     expect(parseField(field('engine.num_gpu_blocks'), '1.5')).toEqual({ error: 'a whole number' });

@@ -39,13 +39,14 @@ export function getPath(obj: unknown, path: string): Json | undefined {
 /** Writes `a.b.c`, creating objects on the way; `undefined` deletes the leaf. */
 export function setPath(obj: JsonObject, path: string, value: Json | undefined): void {
   const keys = path.split('.');
+  const leaf = keys.pop();
+  if (leaf === undefined) return; // unreachable: split always returns at least one part
   let cur: JsonObject = obj;
-  for (const key of keys.slice(0, -1)) {
+  for (const key of keys) {
     const next = cur[key];
     if (!isObject(next)) cur[key] = {};
     cur = cur[key] as JsonObject;
   }
-  const leaf = keys[keys.length - 1];
   if (value === undefined) delete cur[leaf];
   else cur[leaf] = value;
 }

@@ -37,8 +37,7 @@ const trace = (s: JsonObject) => getPath(s, 'workload.type') === 'trace';
 const sglang = (s: JsonObject) => getPath(s, 'engine.backend') === 'sglang';
 const timing = (t: string) => (s: JsonObject) => getPath(s, 'engine.timing_model.type') === t;
 const kvRouter = (s: JsonObject) => getPath(s, 'cluster.router_mode') === 'kv_router';
-const disagg = (s: JsonObject) =>
-  Number(getPath(s, 'cluster.num_prefill_workers') ?? 0) > 0 || Number(getPath(s, 'cluster.num_decode_workers') ?? 0) > 0;
+const disagg = (s: JsonObject) => Number(getPath(s, 'cluster.num_prefill_workers') ?? 0) > 0 || Number(getPath(s, 'cluster.num_decode_workers') ?? 0) > 0;
 
 export const ENGINE: Section = {
   id: 'engine',
@@ -46,12 +45,17 @@ export const ENGINE: Section = {
   fields: [
     { path: 'engine.backend', label: 'Scheduler', kind: 'enum', options: opts(['vllm', 'vLLM'], ['sglang', 'SGLang']) },
     { path: 'engine.num_gpu_blocks', label: 'KV blocks per rank', kind: 'int', unit: 'blocks', min: 1, max: 100_000_000 },
-    { path: 'engine.block_size', label: 'Block size', kind: 'int', unit: 'tokens', min: 0, max: 1024, help: '0 = the scheduler\'s default (vLLM 64, SGLang 1)' },
+    { path: 'engine.block_size', label: 'Block size', kind: 'int', unit: 'tokens', min: 0, max: 1024, help: "0 = the scheduler's default (vLLM 64, SGLang 1)" },
     { path: 'engine.max_num_seqs', label: 'Max running requests', kind: 'int', unit: 'per rank', min: 1, nullable: 'unbounded' },
     { path: 'engine.max_num_batched_tokens', label: 'Token budget per pass', kind: 'int', unit: 'tokens', min: 1, nullable: 'unbounded' },
     { path: 'engine.enable_chunked_prefill', label: 'Chunked prefill', kind: 'bool' },
     { path: 'engine.enable_prefix_caching', label: 'Prefix caching', kind: 'bool' },
-    { path: 'engine.preemption_mode', label: 'Preemption victim', kind: 'enum', options: opts(['lifo', 'LIFO: newest running'], ['fifo', 'FIFO: oldest running']) },
+    {
+      path: 'engine.preemption_mode',
+      label: 'Preemption victim',
+      kind: 'enum',
+      options: opts(['lifo', 'LIFO: newest running'], ['fifo', 'FIFO: oldest running']),
+    },
     {
       path: 'engine.kv_manager',
       label: 'KV block manager',
@@ -71,7 +75,14 @@ export const ENGINE: Section = {
     },
     { path: 'engine.max_model_len', label: 'Max model length', kind: 'int', unit: 'tokens', min: 1, nullable: 'none', when: (s) => !sglang(s) },
     { path: 'engine.speedup_ratio', label: 'Speed-up ratio', kind: 'float', unit: '×', min: 0, help: 'Divides every modelled duration' },
-    { path: 'engine.decode_speedup_ratio', label: 'Decode speed-up', kind: 'float', unit: '×', min: 0, help: 'Extra divisor for decode (speculative decoding)' },
+    {
+      path: 'engine.decode_speedup_ratio',
+      label: 'Decode speed-up',
+      kind: 'float',
+      unit: '×',
+      min: 0,
+      help: 'Extra divisor for decode (speculative decoding)',
+    },
     {
       path: 'engine.sglang.schedule_policy',
       label: 'SGLang policy',
@@ -95,19 +106,58 @@ export const CLUSTER: Section = {
   id: 'cluster',
   title: 'Cluster',
   fields: [
-    { path: 'cluster.num_workers', label: 'Workers', kind: 'int', min: 1, max: 4096, help: 'Aggregated workers (prefill and decode on each); unused when both pools below are set' },
+    {
+      path: 'cluster.num_workers',
+      label: 'Workers',
+      kind: 'int',
+      min: 1,
+      max: 4096,
+      help: 'Aggregated workers (prefill and decode on each); unused when both pools below are set',
+    },
     {
       path: 'cluster.router_mode',
       label: 'Router',
       kind: 'enum',
       options: opts(['round_robin', 'round robin'], ['random', 'random'], ['kv_router', 'KV-aware']),
     },
-    { path: 'cluster.router_config.overlap_score_credit', label: 'Overlap credit', kind: 'float', min: 0, fallback: 1, when: kvRouter, help: 'Weight of cached-prefix overlap in the KV router\'s cost' },
-    { path: 'cluster.router_config.router_temperature', label: 'Router temperature', kind: 'float', min: 0, fallback: 0, when: kvRouter, help: '0 = lowest cost; > 0 = softmax sampling' },
+    {
+      path: 'cluster.router_config.overlap_score_credit',
+      label: 'Overlap credit',
+      kind: 'float',
+      min: 0,
+      fallback: 1,
+      when: kvRouter,
+      help: "Weight of cached-prefix overlap in the KV router's cost",
+    },
+    {
+      path: 'cluster.router_config.router_temperature',
+      label: 'Router temperature',
+      kind: 'float',
+      min: 0,
+      fallback: 0,
+      when: kvRouter,
+      help: '0 = lowest cost; > 0 = softmax sampling',
+    },
     { path: 'dp_size', label: 'DP ranks per worker', kind: 'int', min: 1, max: 1024 },
-    { path: 'cluster.num_prefill_workers', label: 'Prefill workers', kind: 'int', min: 0, max: 4096, fallback: 0, help: 'Disaggregated serving when both pools are > 0' },
+    {
+      path: 'cluster.num_prefill_workers',
+      label: 'Prefill workers',
+      kind: 'int',
+      min: 0,
+      max: 4096,
+      fallback: 0,
+      help: 'Disaggregated serving when both pools are > 0',
+    },
     { path: 'cluster.num_decode_workers', label: 'Decode workers', kind: 'int', min: 0, max: 4096, fallback: 0 },
-    { path: 'engine.kv_transfer_bandwidth', label: 'KV transfer bandwidth', kind: 'float', unit: 'GB/s', min: 0, nullable: 'none', help: 'Prefill → decode; 0 or empty = no delay' },
+    {
+      path: 'engine.kv_transfer_bandwidth',
+      label: 'KV transfer bandwidth',
+      kind: 'float',
+      unit: 'GB/s',
+      min: 0,
+      nullable: 'none',
+      help: 'Prefill → decode; 0 or empty = no delay',
+    },
     {
       path: 'engine.kv_transfer_timing_mode',
       label: 'Transfer charged for',
@@ -131,8 +181,24 @@ export const WORKLOAD: Section = {
       options: opts(['poisson', 'Poisson'], ['constant', 'constant rate'], ['gamma', 'gamma (burstiness)'], ['burst', 'all at t = 0']),
       when: synthetic,
     },
-    { path: 'workload.rate_rps', label: 'Rate', kind: 'float', unit: 'req/s', min: 0, minExclusive: true, when: (s) => synthetic(s) && getPath(s, 'workload.arrival') !== 'burst' },
-    { path: 'workload.smoothness', label: 'Gamma shape', kind: 'float', min: 0, minExclusive: true, help: '< 1 is burstier than Poisson', when: (s) => synthetic(s) && getPath(s, 'workload.arrival') === 'gamma' },
+    {
+      path: 'workload.rate_rps',
+      label: 'Rate',
+      kind: 'float',
+      unit: 'req/s',
+      min: 0,
+      minExclusive: true,
+      when: (s) => synthetic(s) && getPath(s, 'workload.arrival') !== 'burst',
+    },
+    {
+      path: 'workload.smoothness',
+      label: 'Gamma shape',
+      kind: 'float',
+      min: 0,
+      minExclusive: true,
+      help: '< 1 is burstier than Poisson',
+      when: (s) => synthetic(s) && getPath(s, 'workload.arrival') === 'gamma',
+    },
     { path: 'workload.input_tokens.mean', label: 'Prompt length, mean', kind: 'float', unit: 'tokens', min: 1, max: 1e6, when: synthetic },
     { path: 'workload.input_tokens.stddev', label: 'Prompt length, std dev', kind: 'float', unit: 'tokens', min: 0, when: synthetic },
     { path: 'workload.output_tokens.mean', label: 'Output length, mean', kind: 'float', unit: 'tokens', min: 1, max: 1e6, when: synthetic },
@@ -141,7 +207,15 @@ export const WORKLOAD: Section = {
     { path: 'workload.shared_prefix_ratio', label: 'Shared fraction of prompt', kind: 'float', min: 0, max: 1, when: synthetic },
     { path: 'workload.block_tokens', label: 'Prefix granularity', kind: 'int', unit: 'tokens', min: 1, when: synthetic },
     { path: 'workload.seed', label: 'Workload seed', kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, when: synthetic },
-    { path: 'workload.trace_block_size', label: 'Trace block size', kind: 'int', unit: 'tokens', min: 1, when: trace, help: 'Tokens per hash id (Mooncake: 512)' },
+    {
+      path: 'workload.trace_block_size',
+      label: 'Trace block size',
+      kind: 'int',
+      unit: 'tokens',
+      min: 1,
+      when: trace,
+      help: 'Tokens per hash id (Mooncake: 512)',
+    },
     { path: 'workload.arrival_speedup_ratio', label: 'Arrival speed-up', kind: 'float', unit: '×', min: 0, minExclusive: true, when: trace },
   ],
 };
@@ -189,7 +263,7 @@ export function parseField(f: Field, raw: string | boolean): { value: Json } | {
 }
 
 /** The text an input shows for a value. */
-export function formatValue(f: Field, v: Json | undefined): string {
+export function formatValue(v: Json | undefined): string {
   if (v === null || v === undefined) return '';
   return String(v);
 }

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
 import { deflateRawSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
 import { decodeLink, encodeLink, fromBase64Url, LINK_PREFIX, LinkError, toBase64Url } from './share';
 
 describe('share links', () => {
@@ -13,7 +13,7 @@ describe('share links', () => {
 
   it('read links made by another deflate-raw implementation (zlib)', async () => {
     const json = '{"engine": {"num_gpu_blocks": 12345, "block_size": 32}}';
-    const h = '#v1.' + deflateRawSync(Buffer.from(json)).toString('base64url');
+    const h = `#v1.${deflateRawSync(Buffer.from(json)).toString('base64url')}`;
     expect(await decodeLink(h)).toEqual({ engine: { num_gpu_blocks: 12345, block_size: 32 } });
   });
 
@@ -26,12 +26,12 @@ describe('share links', () => {
     const cases: [string, RegExp][] = [
       ['#v2.abc', /not a servesim v1/],
       ['#v1.%%%', /base64url/],
-      ['#v1.' + Buffer.from('plain text').toString('base64url'), /compressed/],
-      ['#v1.' + deflateRawSync(Buffer.from('[1, 2]')).toString('base64url'), /scenario object/],
-      ['#v1.' + deflateRawSync(Buffer.from('{nope')).toString('base64url'), /valid JSON/],
-      ['#v1.' + deflateRawSync(Buffer.from([0xff, 0xfe, 0x7b])).toString('base64url'), /valid JSON/],
-      ['#v1.' + 'A'.repeat(64 * 1024 + 1), /longer than/],
-      ['#v1.' + deflateRawSync(Buffer.from('{"name":"' + 'x'.repeat(1_100_000) + '"}')).toString('base64url'), /inflates to more than/],
+      [`#v1.${Buffer.from('plain text').toString('base64url')}`, /compressed/],
+      [`#v1.${deflateRawSync(Buffer.from('[1, 2]')).toString('base64url')}`, /scenario object/],
+      [`#v1.${deflateRawSync(Buffer.from('{nope')).toString('base64url')}`, /valid JSON/],
+      [`#v1.${deflateRawSync(Buffer.from([0xff, 0xfe, 0x7b])).toString('base64url')}`, /valid JSON/],
+      [`#v1.${'A'.repeat(64 * 1024 + 1)}`, /longer than/],
+      [`#v1.${deflateRawSync(Buffer.from(`{"name":"${'x'.repeat(1_100_000)}"}`)).toString('base64url')}`, /inflates to more than/],
     ];
     for (const [h, why] of cases) {
       await expect(decodeLink(h), h.slice(0, 40)).rejects.toThrow(LinkError);

@@ -1,11 +1,12 @@
 // The real engine module (web/pkg, built by scripts/build-wasm.sh) loaded in Node.
-import { beforeAll, describe, expect, it } from 'vitest';
+
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { initSync, Simulation, defaultScenario, normalizeScenario } from '../pkg/servesim_wasm.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { defaultScenario, initSync, normalizeScenario, Simulation } from '../pkg/servesim_wasm.js';
 import { cdf } from './charts-math';
+import { CLUSTER_COLUMNS, RECORD_COLUMNS, type RecordColumns, type RunResult } from './protocol';
 import { recordsCsv, seriesCsv } from './results';
-import type { RunResult } from './protocol';
 
 beforeAll(() => {
   const wasm = readFileSync(fileURLToPath(new URL('../pkg/servesim_wasm_bg.wasm', import.meta.url)));
@@ -43,7 +44,16 @@ describe('the engine module', () => {
     expect(a).toEqual(b);
     expect(a.num_requests).toBe(200);
     expect(a.completed_requests).toBe(200);
-    for (const key of ['mean_ttft_ms', 'p99_ttft_ms', 'mean_tpot_ms', 'mean_itl_ms', 'mean_e2e_latency_ms', 'duration_ms', 'prefix_cache_reused_ratio', 'output_throughput_tok_s']) {
+    for (const key of [
+      'mean_ttft_ms',
+      'p99_ttft_ms',
+      'mean_tpot_ms',
+      'mean_itl_ms',
+      'mean_e2e_latency_ms',
+      'duration_ms',
+      'prefix_cache_reused_ratio',
+      'output_throughput_tok_s',
+    ]) {
       expect(typeof a[key], key).toBe('number');
     }
     const report = JSON.parse(sim.reportJson());
@@ -53,13 +63,16 @@ describe('the engine module', () => {
 
   it('hands over records and time series as typed-array columns', () => {
     const sim = runToEnd('{"cluster": {"num_workers": 2}, "workload": {"type": "synthetic", "num_requests": 80}}');
-    const rec = sim.records() as Record<string, Float64Array>;
+    const rec = sim.records() as RecordColumns;
+    // The columns the page's types name, and no others.
+    expect(Object.keys(rec).sort()).toEqual([...RECORD_COLUMNS].sort());
     expect(rec.arrival_ms).toBeInstanceOf(Float64Array);
     expect(rec.end_ms.length).toBe(80);
     expect(new Set(rec.worker)).toEqual(new Set([0, 1]));
     const ts = sim.timeseries() as RunResult['series'];
     expect(ts.t_ms.length).toBeGreaterThan(10);
     expect(ts.ranks).toHaveLength(2);
+    expect(Object.keys(ts.cluster).sort()).toEqual([...CLUSTER_COLUMNS].sort());
     expect(ts.cluster.output_tok_s.length).toBe(ts.t_ms.length);
     const summary = sim.summary();
     const tokens = ts.cluster.output_tok_s.reduce((s, x) => s + (x * ts.interval_ms) / 1000, 0);
@@ -87,7 +100,7 @@ describe('the engine module', () => {
     const sim = runToEnd(scenario, [line(0), line(10), line(20)].join('\n'));
     expect(sim.summary().completed_requests).toBe(3);
     expect(sim.summary().prefix_cache_reused_ratio).toBeGreaterThan(0);
-    expect(() => new Simulation(scenario, line(0) + '\n{"timestamp": 1}\n')).toThrow(/^t\.jsonl:2: /);
+    expect(() => new Simulation(scenario, `${line(0)}\n{"timestamp": 1}\n`)).toThrow(/^t\.jsonl:2: /);
     expect(() => new Simulation(scenario)).toThrow(/t\.jsonl.*upload/);
   });
 
@@ -100,7 +113,10 @@ describe('the engine module', () => {
 describe('an uploaded NPZ profile', () => {
   it('times the passes, and a missing or bad one is named', () => {
     const npz = readFileSync(fileURLToPath(new URL('../../tests/conformance/profiles/profile-a.npz', import.meta.url)));
-    const scenario = JSON.stringify({ engine: { timing_model: { type: 'external', provider: 'dynamo_profile', config: { path: 'a.npz' } } }, workload: { type: 'synthetic', num_requests: 20 } });
+    const scenario = JSON.stringify({
+      engine: { timing_model: { type: 'external', provider: 'dynamo_profile', config: { path: 'a.npz' } } },
+      workload: { type: 'synthetic', num_requests: 20 },
+    });
     expect(() => new Simulation(scenario)).toThrow(/a\.npz.*upload/);
     expect(() => new Simulation(scenario, undefined, undefined, { 'a.npz': new Uint8Array([1, 2, 3]) })).toThrow(/^a\.npz: /);
     const sim = new Simulation(scenario, undefined, 0, { 'a.npz': new Uint8Array(npz) });

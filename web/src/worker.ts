@@ -2,7 +2,7 @@
 // freezes. Runs advance in ~25 ms slices; between slices the worker yields, which lets a
 // `cancel` message in.
 
-import init, { Simulation, defaultScenario, normalizeScenario, panicForTesting, version } from '../pkg/servesim_wasm.js';
+import init, { defaultScenario, normalizeScenario, panicForTesting, Simulation, version } from '../pkg/servesim_wasm.js';
 import type { Reply, Request, RunResult } from './protocol';
 
 const ready = init();
@@ -29,7 +29,13 @@ function yieldNow(): Promise<void> {
   });
 }
 
-async function run(id: number, json: string, trace: Blob | undefined, interval: number | undefined, files: Record<string, Uint8Array> | undefined): Promise<void> {
+async function run(
+  id: number,
+  json: string,
+  trace: Blob | undefined,
+  interval: number | undefined,
+  files: Record<string, Uint8Array> | undefined,
+): Promise<void> {
   const t0 = performance.now();
   // The trace file is read here, in the worker, at each run (the page never holds its text).
   const sim = new Simulation(json, trace ? await trace.text() : undefined, interval, files);
