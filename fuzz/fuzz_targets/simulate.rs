@@ -8,7 +8,7 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 use servesim_sim::replay::Case;
-use servesim_sim::{build, BuildOptions, MemFiles};
+use servesim_sim::{BuildOptions, MemFiles, build};
 
 #[derive(Arbitrary, Debug)]
 struct Row {
@@ -112,9 +112,7 @@ fuzz_target!(|inp: Input| {
     let rows = out["per_request"].as_array().expect("per_request rows");
     assert_eq!(rows.len(), n, "one row per trace line");
     let s = &out["summary"];
-    let ended = ["completed_requests", "rejected_requests", "unschedulable_requests"]
-        .iter()
-        .map(|k| s[*k].as_u64().unwrap_or(0))
-        .sum::<u64>();
+    let ended =
+        ["completed_requests", "rejected_requests", "unschedulable_requests"].iter().map(|k| s[*k].as_u64().unwrap_or(0)).sum::<u64>();
     assert_eq!(ended, n as u64, "every request ends exactly once: {s}");
 });

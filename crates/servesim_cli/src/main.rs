@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use servesim_sim::replay::Case;
 use servesim_sim::scenario::Scenario;
-use servesim_sim::{build, BuildOptions, DirFiles, Input, RunReport, SimError};
+use servesim_sim::{BuildOptions, DirFiles, Input, RunReport, SimError, build};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

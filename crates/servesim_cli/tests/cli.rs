@@ -2,7 +2,7 @@
 //! that names the file, line or field at fault; input that is merely hard (a request larger
 //! than the pool) runs to the end and reports it.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -126,7 +126,8 @@ fn npz_without(src: &Path, dst: &Path, drop: &str) {
 fn an_npz_missing_an_array_names_it() {
     let d = scratch("npz");
     let profile = repo().join("tests/conformance/profiles/profile-a.npz");
-    let engine = |p: &str| json!({"block_size": 16, "timing_model": {"type": "external", "provider": "dynamo_profile", "config": {"path": p}}});
+    let engine =
+        |p: &str| json!({"block_size": 16, "timing_model": {"type": "external", "provider": "dynamo_profile", "config": {"path": p}}});
     // The intact profile runs.
     std::fs::copy(&profile, d.join("ok.npz")).unwrap();
     let c = case(&d, &line(0, 32, 2, 1), engine("ok.npz"));

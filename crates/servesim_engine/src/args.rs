@@ -52,7 +52,11 @@ pub enum TimingModel {
     /// A constant time per prefill and per decode step.
     Fixed { prefill_ms: f64, decode_ms: f64 },
     /// A measured profile (`provider: "dynamo_profile"`, `config.path` to an NPZ file).
-    External { provider: String, #[serde(default)] config: serde_json::Value },
+    External {
+        provider: String,
+        #[serde(default)]
+        config: serde_json::Value,
+    },
     /// servesim's roofline from a model's shape and a GPU's figures.
     Roofline(crate::perf::roofline::RooflineArgs),
 }
@@ -244,8 +248,8 @@ impl std::error::Error for ArgsError {}
 impl LaunchConfig {
     /// Parses and validates a launch configuration from JSON.
     pub fn from_json(value: &serde_json::Value) -> Result<Self, ArgsError> {
-        let mut cfg: LaunchConfig = serde_path_to_error::deserialize(value)
-            .map_err(|e| ArgsError(format!("{}: {}", e.path(), e.inner())))?;
+        let mut cfg: LaunchConfig =
+            serde_path_to_error::deserialize(value).map_err(|e| ArgsError(format!("{}: {}", e.path(), e.inner())))?;
         cfg.engine.derive_unset(value.get("engine").unwrap_or(&serde_json::Value::Null))?;
         cfg.validate()?;
         Ok(cfg)
@@ -262,8 +266,8 @@ impl LaunchConfig {
 impl EngineArgs {
     /// Parses and validates the `engine` object alone.
     pub fn from_json(value: &serde_json::Value) -> Result<Self, ArgsError> {
-        let mut args: EngineArgs = serde_path_to_error::deserialize(value)
-            .map_err(|e| ArgsError(format!("engine.{}: {}", e.path(), e.inner())))?;
+        let mut args: EngineArgs =
+            serde_path_to_error::deserialize(value).map_err(|e| ArgsError(format!("engine.{}: {}", e.path(), e.inner())))?;
         args.derive_unset(value)?;
         args.validate()?;
         Ok(args)
@@ -345,9 +349,7 @@ impl EngineArgs {
         }
         if let TimingModel::External { provider, config } = &self.timing_model {
             if provider != "dynamo_profile" {
-                return Err(ArgsError(format!(
-                    "engine.timing_model.provider: unknown provider `{provider}`, expected `dynamo_profile`"
-                )));
+                return Err(ArgsError(format!("engine.timing_model.provider: unknown provider `{provider}`, expected `dynamo_profile`")));
             }
             if !config.get("path").is_some_and(|p| p.is_string()) {
                 return err("engine.timing_model.config.path: a dynamo_profile model needs the path of its NPZ profile");
@@ -450,22 +452,33 @@ mod tests {
 
     #[test]
     fn roofline_derives_the_pool_and_kv_size() {
-        let a = EngineArgs::from_json(&json!({"block_size": 16, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}})).unwrap();
+        let a =
+            EngineArgs::from_json(&json!({"block_size": 16, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}))
+                .unwrap();
         assert!((26_000..27_000).contains(&a.num_gpu_blocks), "{}", a.num_gpu_blocks);
         assert_eq!(a.kv_bytes_per_token, Some(131_072));
-        let a = EngineArgs::from_json(&json!({"num_gpu_blocks": 100, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}})).unwrap();
+        let a = EngineArgs::from_json(
+            &json!({"num_gpu_blocks": 100, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}),
+        )
+        .unwrap();
         assert_eq!(a.num_gpu_blocks, 100, "given values win");
         let e = EngineArgs::from_json(&json!({"timing_model": {"type": "roofline", "model": "llama-3.1-70b", "gpu": "l40s"}})).unwrap_err();
         assert!(e.0.contains("engine.num_gpu_blocks"), "{e}");
         let e = EngineArgs::from_json(&json!({"timing_model": {"type": "roofline", "model": "nope", "gpu": "h100"}})).unwrap_err();
         assert!(e.0.contains("engine.timing_model.model: unknown preset `nope`"), "{e}");
-        let e = LaunchConfig::from_json(&json!({"engine": {"timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100", "bogus": 1}}})).unwrap_err();
+        let e = LaunchConfig::from_json(
+            &json!({"engine": {"timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100", "bogus": 1}}}),
+        )
+        .unwrap_err();
         assert!(e.0.contains("engine.timing_model"), "{e}");
     }
 
     #[test]
     fn profiles_are_named_two_ways() {
-        let a = EngineArgs::from_json(&json!({"timing_model": {"type": "external", "provider": "dynamo_profile", "config": {"path": "p.npz"}}})).unwrap();
+        let a = EngineArgs::from_json(
+            &json!({"timing_model": {"type": "external", "provider": "dynamo_profile", "config": {"path": "p.npz"}}}),
+        )
+        .unwrap();
         assert_eq!(a.profile_path(), Some("p.npz"));
         let a = EngineArgs::from_json(&json!({"planner_profile_data": "q.npz"})).unwrap();
         assert_eq!(a.profile_path(), Some("q.npz"));

@@ -5,10 +5,10 @@
 
 use crate::replay::Case;
 use crate::scenario::{Scenario, SimConfig, WorkloadSpec};
-use crate::workload::{mooncake, Workload};
+use crate::workload::{Workload, mooncake};
 use crate::{SimError, Simulation};
-use servesim_engine::perf::interpolated::Profile;
 use servesim_engine::EngineArgs;
+use servesim_engine::perf::interpolated::Profile;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -194,7 +194,8 @@ pub fn build(input: &Input, files: &mut dyn Files, opts: &BuildOptions) -> Resul
         Interval::Configured => {}
         Interval::Fixed(ms) => cfg.timeseries_interval_ms = ms,
         Interval::Auto => {
-            let (lo, hi) = workload.rows.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| (lo.min(r.timestamp), hi.max(r.timestamp)));
+            let (lo, hi) =
+                workload.rows.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| (lo.min(r.timestamp), hi.max(r.timestamp)));
             let span = (hi - lo) / cfg.arrival_speedup_ratio;
             if span.is_finite() && span > 0.0 {
                 cfg.timeseries_interval_ms = nice_interval(span * 1.2, 80.0);

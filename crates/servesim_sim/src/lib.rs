@@ -5,14 +5,14 @@
 pub mod build;
 pub mod cluster;
 mod error;
+mod queue;
 pub mod replay;
 pub mod report;
 pub mod scenario;
-mod queue;
 pub mod sim;
 pub mod workload;
 
-pub use build::{build, BuildOptions, DirFiles, Files, Input, Interval, MemFiles, Profiles};
+pub use build::{BuildOptions, DirFiles, Files, Input, Interval, MemFiles, Profiles, build};
 pub use error::SimError;
 pub use report::RunReport;
 pub use scenario::{Scenario, SimConfig};

@@ -1,9 +1,9 @@
 //! Dynamo replay cases: `{"trace": PATH, "replay": {keyword arguments of Dynamo's
 //! run_trace_replay}}`, the form of the conformance cases.
 
+use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
 use crate::scenario::{Disagg, SimConfig};
-use crate::SimError;
 use serde::Deserialize;
 use servesim_engine::{LaunchConfig, WorkerType};
 
@@ -83,7 +83,9 @@ impl Case {
             ] {
                 let got = parse(args, field)?.engine.worker_type;
                 if got != want {
-                    return Err(SimError::new(format!("replay.{field}: disaggregated replay requires engine.worker_type {want:?}, got {got:?}")));
+                    return Err(SimError::new(format!(
+                        "replay.{field}: disaggregated replay requires engine.worker_type {want:?}, got {got:?}"
+                    )));
                 }
             }
             Some(Disagg::new(

@@ -4,15 +4,15 @@
 //! work starts its next pass. A pass's effects are stamped at its end, so an arrival exactly
 //! at a pass end joins the next pass.
 
+use crate::SimError;
 use crate::cluster::fleet::{Fleet, Pool, Rank, Role, Worker};
-use crate::cluster::handoff::{prompt_hashes, Decision, Handoff};
+use crate::cluster::handoff::{Decision, Handoff, prompt_hashes};
 use crate::cluster::{RouteQuery, Router, RouterConfig};
 use crate::queue::{EventKind, EventQueue};
 use crate::report::timeseries::Recorder;
 use crate::report::{Collector, RunReport, Status};
 use crate::scenario::SimConfig;
 use crate::workload::Workload;
-use crate::SimError;
 use servesim_engine::hash::mix64;
 use servesim_engine::perf::duration_ms;
 use servesim_engine::{Engine, LaunchConfig, Outcome, PassOutput, RankSetup, WorkerType};
@@ -79,7 +79,14 @@ impl Simulation {
         Ok(sim)
     }
 
-    fn add_pool(&mut self, cfg: &SimConfig, role: Role, launch: &LaunchConfig, workers: u32, router_cfg: RouterConfig) -> Result<(), SimError> {
+    fn add_pool(
+        &mut self,
+        cfg: &SimConfig,
+        role: Role,
+        launch: &LaunchConfig,
+        workers: u32,
+        router_cfg: RouterConfig,
+    ) -> Result<(), SimError> {
         let fleet = &mut self.fleet;
         let first_rank = fleet.ranks.len();
         let targets = (workers * launch.dp_size) as usize;
@@ -91,7 +98,8 @@ impl Simulation {
             let group = fleet.workers.len();
             let start = fleet.ranks.len();
             for dp in 0..launch.dp_size {
-                let setup = RankSetup { dp_rank: dp, dp_size: launch.dp_size, emit_events: router.wants_kv_events(), profile: profile.clone() };
+                let setup =
+                    RankSetup { dp_rank: dp, dp_size: launch.dp_size, emit_events: router.wants_kv_events(), profile: profile.clone() };
                 let mut engine = Engine::new(&launch.engine, &setup)?;
                 engine.set_steady_tokens(true);
                 fleet.ranks.push(Rank {
@@ -289,7 +297,8 @@ impl Simulation {
     pub fn finish(mut self) -> RunReport {
         self.settle_open_streaks();
         if self.checks && self.is_done() {
-            let lost: Vec<usize> = self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
+            let lost: Vec<usize> =
+                self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
             assert!(lost.is_empty(), "requests never finished (trace lines {:?})", lost.iter().map(|i| i + 1).collect::<Vec<_>>());
         }
         RunReport { collector: self.collector, timeseries: self.recorder.finish() }
@@ -330,7 +339,9 @@ impl Simulation {
         for d in decisions {
             match d {
                 Decision::Prefill(i) => self.route(prefill_pool, i),
-                Decision::Transfer { request, rank, at_ms } => self.events.push(at_ms, EventKind::TransferDone { request, rank: rank as u32 }),
+                Decision::Transfer { request, rank, at_ms } => {
+                    self.events.push(at_ms, EventKind::TransferDone { request, rank: rank as u32 })
+                }
                 Decision::Activated { request, rank } => self.collector.records[request as usize].worker = self.fleet.ranks[rank].worker,
                 Decision::Fail { request, reason } => self.finish_request(request, Status::Rejected, Some(reason)),
             }
@@ -347,7 +358,11 @@ impl Simulation {
                 continue;
             }
             let out = rank.engine.step();
-            let progressed = out.scheduled_tokens > 0 || !out.finished.is_empty() || !out.preempted.is_empty() || !out.tokens.is_empty() || out.steady_tokens > 0;
+            let progressed = out.scheduled_tokens > 0
+                || !out.finished.is_empty()
+                || !out.preempted.is_empty()
+                || !out.tokens.is_empty()
+                || out.steady_tokens > 0;
             longest = longest.max(out.duration);
             rank.pending.clone_from(out);
             if !progressed && !rank.engine.stalled() {
@@ -473,7 +488,9 @@ impl Simulation {
         out.clear();
         self.fleet.ranks[r].pending = out;
         // Lifecycle edges may have freed a target: dispatch the router's queue.
-        while !self.fleet.pools[pool].queued.is_empty() && !self.fleet.pools[pool].router.all_busy(self.fleet.pools[pool].max_num_batched_tokens) {
+        while !self.fleet.pools[pool].queued.is_empty()
+            && !self.fleet.pools[pool].router.all_busy(self.fleet.pools[pool].max_num_batched_tokens)
+        {
             let i = self.fleet.pools[pool].queued.pop_front().expect("non-empty");
             self.route(pool, i);
         }

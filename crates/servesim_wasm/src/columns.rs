@@ -3,7 +3,7 @@
 
 use servesim_sim::report::timeseries::TimeSeries;
 use servesim_sim::report::{RequestRecord, Status};
-use servesim_sim::workload::{mooncake, Workload};
+use servesim_sim::workload::{Workload, mooncake};
 use servesim_sim::{Files, SimError};
 
 /// A `read` for runs with no uploaded files.
@@ -124,7 +124,7 @@ pub fn engine_series(ts: &TimeSeries) -> Series {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_sim::{build, BuildOptions, Input, Interval, Scenario, Simulation};
+    use servesim_sim::{BuildOptions, Input, Interval, Scenario, Simulation, build};
 
     type Read<'a> = &'a mut dyn FnMut(&str) -> Result<Vec<u8>, SimError>;
 
@@ -140,7 +140,8 @@ mod tests {
 
     #[test]
     fn series_conserve_tokens_and_requests() {
-        let s = Scenario::from_json_str(r#"{"cluster": {"num_workers": 2}, "workload": {"type": "synthetic", "num_requests": 120}}"#).unwrap();
+        let s =
+            Scenario::from_json_str(r#"{"cluster": {"num_workers": 2}, "workload": {"type": "synthetic", "num_requests": 120}}"#).unwrap();
         let report = build_with(&s, None, Interval::Auto, &mut no_files).unwrap().run();
         let sum = report.summary();
         let series = engine_series(report.timeseries());
@@ -178,9 +179,23 @@ mod tests {
         let s = Scenario::from_json_str(r#"{"workload": {"type": "trace", "path": "up.jsonl", "trace_block_size": 16}}"#).unwrap();
         let e = build_with(&s, None, Interval::Configured, &mut no_files).err().unwrap();
         assert!(e.0.contains("up.jsonl"), "{e}");
-        let e = build_with(&s, Some("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1]}\nnope\n"), Interval::Configured, &mut no_files).err().unwrap();
+        let e = build_with(
+            &s,
+            Some("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1]}\nnope\n"),
+            Interval::Configured,
+            &mut no_files,
+        )
+        .err()
+        .unwrap();
         assert!(e.0.starts_with("up.jsonl:2:"), "{e}");
-        let ok = build_with(&s, Some("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1]}\n"), Interval::Configured, &mut no_files).unwrap().run();
+        let ok = build_with(
+            &s,
+            Some("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1]}\n"),
+            Interval::Configured,
+            &mut no_files,
+        )
+        .unwrap()
+        .run();
         assert_eq!(ok.collector.records.len(), 1);
     }
 

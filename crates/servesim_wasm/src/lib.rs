@@ -15,9 +15,9 @@ use columns::{Columns, Series, Uploads};
 use js_sys::{Array, Float64Array, Object, Reflect, Uint8Array};
 use serde::Serialize;
 use servesim_sim::report::Status;
-use servesim_sim::{build, BuildOptions, Input, Interval, RunReport, Scenario, SimError};
-use wasm_bindgen::prelude::*;
+use servesim_sim::{BuildOptions, Input, Interval, RunReport, Scenario, SimError, build};
 use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(start)]
 pub fn start() {

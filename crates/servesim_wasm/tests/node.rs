@@ -3,7 +3,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Float64Array, Reflect};
-use servesim_wasm::{default_scenario, normalize_scenario, Simulation};
+use servesim_wasm::{Simulation, default_scenario, normalize_scenario};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -25,7 +25,16 @@ fn default_scenario_runs_and_reports_dynamo_keys() {
     assert_eq!(sim.progress(), 1.0);
     let summary = sim.summary().map_err(JsValue::from).unwrap();
     assert_eq!(get(&summary, "num_requests").as_f64(), Some(200.0));
-    for key in ["mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "mean_e2e_latency_ms", "duration_ms", "prefix_cache_reused_ratio", "output_throughput_tok_s"] {
+    for key in [
+        "mean_ttft_ms",
+        "p99_ttft_ms",
+        "mean_tpot_ms",
+        "mean_itl_ms",
+        "mean_e2e_latency_ms",
+        "duration_ms",
+        "prefix_cache_reused_ratio",
+        "output_throughput_tok_s",
+    ] {
         assert!(get(&summary, key).as_f64().is_some(), "{key}");
     }
     let records = sim.records().map_err(JsValue::from).unwrap();

@@ -7,6 +7,6 @@ pub mod pool;
 pub mod radix;
 
 pub use block_pool::{BlockPool, SlotId};
-pub use pool::Pool;
-pub use radix::{NodeId, RadixCache, ROOT};
 pub use events::{EventSink, KvEvent, KvEventData, StoredBlock};
+pub use pool::Pool;
+pub use radix::{NodeId, ROOT, RadixCache};

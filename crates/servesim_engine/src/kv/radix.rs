@@ -73,16 +73,8 @@ fn common_prefix(node_keys: &[u64], keys: &[u64]) -> usize {
 
 impl RadixCache {
     pub fn new(total_pages: u32, events: EventSink) -> Self {
-        let root = Node {
-            parent: ROOT,
-            keys: Vec::new(),
-            seqs: Vec::new(),
-            lock_ref: 1,
-            children: 0,
-            last_access: 0,
-            depth: 0,
-            live: true,
-        };
+        let root =
+            Node { parent: ROOT, keys: Vec::new(), seqs: Vec::new(), lock_ref: 1, children: 0, last_access: 0, depth: 0, live: true };
         RadixCache {
             nodes: vec![root],
             free_nodes: Vec::new(),

@@ -65,8 +65,7 @@ pub struct Profile {
 impl Profile {
     /// Reads an NPZ archive (stored or deflated members named `NAME.npy`).
     pub fn from_npz(bytes: &[u8]) -> Result<Profile, ProfileError> {
-        let mut zip = zip::ZipArchive::new(Cursor::new(bytes))
-            .map_err(|e| ProfileError(format!("profile: not an NPZ archive: {e}")))?;
+        let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| ProfileError(format!("profile: not an NPZ archive: {e}")))?;
         let mut arrays = HashMap::new();
         for i in 0..zip.len() {
             let mut member = zip.by_index(i).map_err(|e| ProfileError(format!("profile: {e}")))?;
@@ -186,9 +185,7 @@ fn trilinear(xs: &[f64], ys: &[f64], ws: &[f64], v: &[f64], x: f64, y: f64, w: f
     let (k, tw) = cell(ws, w);
     let (ny, nw) = (ys.len(), ws.len());
     let at = |a: usize, b: usize, c: usize| v[(a * ny + b) * nw + c];
-    let plane = |a: usize| {
-        lerp(lerp(at(a, j, k), at(a, j, k + 1), tw), lerp(at(a, j + 1, k), at(a, j + 1, k + 1), tw), ty)
-    };
+    let plane = |a: usize| lerp(lerp(at(a, j, k), at(a, j, k + 1), tw), lerp(at(a, j + 1, k), at(a, j + 1, k + 1), tw), ty);
     lerp(plane(i), plane(i + 1), tx)
 }
 

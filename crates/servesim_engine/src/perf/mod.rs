@@ -6,8 +6,8 @@
 //! decide event order.
 
 pub mod interpolated;
-pub mod roofline;
 mod polynomial;
+pub mod roofline;
 
 pub use polynomial::Polynomial;
 
@@ -21,7 +21,10 @@ use std::time::Duration;
 pub enum PerfModel {
     Polynomial(Polynomial),
     /// A constant time per pass that prefills and per pass that decodes.
-    Fixed { prefill_ms: f64, decode_ms: f64 },
+    Fixed {
+        prefill_ms: f64,
+        decode_ms: f64,
+    },
     /// Interpolated from a measured profile.
     Interpolated(Arc<Profile>),
     /// From the model's shape and the GPU's figures.
@@ -89,9 +92,7 @@ impl PassTimer {
             (TimingModel::Roofline(r), None) => PerfModel::Roofline(Arc::new(
                 roofline::Roofline::new(r).map_err(|e| crate::args::ArgsError(format!("engine.timing_model.{e}")))?,
             )),
-            (TimingModel::Fixed { prefill_ms, decode_ms }, None) => {
-                PerfModel::Fixed { prefill_ms: *prefill_ms, decode_ms: *decode_ms }
-            }
+            (TimingModel::Fixed { prefill_ms, decode_ms }, None) => PerfModel::Fixed { prefill_ms: *prefill_ms, decode_ms: *decode_ms },
             _ => PerfModel::Polynomial(Polynomial),
         };
         Ok(PassTimer::new(model, args.speedup_ratio, args.decode_speedup_ratio))
@@ -134,9 +135,13 @@ mod tests {
     #[test]
     fn speedups_match_the_reference_table() {
         // {0,1000,3}: TTFT 32.105859 / 16.05293, TTST 5.791536 / 2.895768 / 1.447884 / 0.723942.
-        let cases = [(1.0, 1.0, 32.105859, 5.791536), (2.0, 1.0, 16.05293, 2.895768),
-                     (1.0, 4.0, 32.105859, 1.447884), (2.0, 4.0, 16.05293, 0.723942),
-                     (0.0, 0.0, 32.105859, 5.791536)];
+        let cases = [
+            (1.0, 1.0, 32.105859, 5.791536),
+            (2.0, 1.0, 16.05293, 2.895768),
+            (1.0, 4.0, 32.105859, 1.447884),
+            (2.0, 4.0, 16.05293, 0.723942),
+            (0.0, 0.0, 32.105859, 5.791536),
+        ];
         for (s, d, ttft, ttst) in cases {
             let t = PassTimer::new(PerfModel::Polynomial(Polynomial), s, d);
             assert!((ms(t.prefill(1, 1000, 0)) - ttft).abs() < 1e-9, "{s} {d}");

@@ -205,8 +205,9 @@ pub struct Roofline {
 impl Roofline {
     pub fn new(args: &RooflineArgs) -> Result<Roofline, String> {
         let model = match &args.model {
-            ModelRef::Preset(n) => model_preset(n)
-                .ok_or_else(|| format!("model: unknown preset `{n}`, expected one of {}", MODEL_PRESETS.join(", ")))?,
+            ModelRef::Preset(n) => {
+                model_preset(n).ok_or_else(|| format!("model: unknown preset `{n}`, expected one of {}", MODEL_PRESETS.join(", ")))?
+            }
             ModelRef::Custom(m) => m.clone(),
         };
         let mut model = model;
@@ -222,7 +223,11 @@ impl Roofline {
         if args.tp == 0 {
             return Err("tp: must be at least 1".into());
         }
-        for (name, v) in [("compute_efficiency", args.compute_efficiency), ("bandwidth_efficiency", args.bandwidth_efficiency), ("gpu_memory_utilization", args.gpu_memory_utilization)] {
+        for (name, v) in [
+            ("compute_efficiency", args.compute_efficiency),
+            ("bandwidth_efficiency", args.bandwidth_efficiency),
+            ("gpu_memory_utilization", args.gpu_memory_utilization),
+        ] {
             if !(v > 0.0 && v <= 1.0) {
                 return Err(format!("{name}: must be within (0, 1]"));
             }
@@ -258,11 +263,8 @@ impl Roofline {
 
     /// Peak FLOP/s for the weights' dtype, over all `tp` GPUs.
     fn peak_flops(&self) -> f64 {
-        let tflops = if self.weight_bytes_per_param() <= 1.0 {
-            self.gpu.fp8_tflops.unwrap_or(self.gpu.bf16_tflops)
-        } else {
-            self.gpu.bf16_tflops
-        };
+        let tflops =
+            if self.weight_bytes_per_param() <= 1.0 { self.gpu.fp8_tflops.unwrap_or(self.gpu.bf16_tflops) } else { self.gpu.bf16_tflops };
         tflops * 1e12 * self.args.tp as f64 * self.args.compute_efficiency
     }
 
@@ -357,7 +359,13 @@ mod tests {
 
     #[test]
     fn parameter_counts_match_the_model_cards() {
-        let cases = [("llama-3.1-8b", 8.03e9), ("llama-3.1-70b", 70.6e9), ("qwen2.5-7b", 7.6e9), ("mixtral-8x7b", 46.7e9), ("qwen3-30b-a3b", 30.5e9)];
+        let cases = [
+            ("llama-3.1-8b", 8.03e9),
+            ("llama-3.1-70b", 70.6e9),
+            ("qwen2.5-7b", 7.6e9),
+            ("mixtral-8x7b", 46.7e9),
+            ("qwen3-30b-a3b", 30.5e9),
+        ];
         for (m, want) in cases {
             let r = roofline(m, "h100", 1);
             let err = (r.total_params() - want).abs() / want;
@@ -370,7 +378,8 @@ mod tests {
         // Llama-3.1-8B in bf16: 32 layers × 2 × 8 heads × 128 × 2 bytes = 131072.
         let r = roofline("llama-3.1-8b", "h100", 1);
         assert_eq!(r.kv_bytes_per_token(), 131_072);
-        let args: RooflineArgs = serde_json::from_value(serde_json::json!({"model": "llama-3.1-8b", "gpu": "h100", "kv_cache_dtype": "fp8"})).unwrap();
+        let args: RooflineArgs =
+            serde_json::from_value(serde_json::json!({"model": "llama-3.1-8b", "gpu": "h100", "kv_cache_dtype": "fp8"})).unwrap();
         assert_eq!(Roofline::new(&args).unwrap().kv_bytes_per_token(), 65_536);
     }
 
@@ -406,7 +415,8 @@ mod tests {
     #[test]
     fn published_comparison() {
         let args: RooflineArgs = serde_json::from_value(serde_json::json!(
-            {"model": "llama-3.1-70b", "gpu": "h100", "tp": 2, "weight_dtype": "fp8"})).unwrap();
+            {"model": "llama-3.1-70b", "gpu": "h100", "tp": 2, "weight_dtype": "fp8"}))
+        .unwrap();
         let r = Roofline::new(&args).unwrap();
         let rows = [(5000u64, 500u64, 406.77, 18.58), (500, 2000, 47.77, 18.91)];
         for (isl, osl, ttft, itl) in rows {
@@ -420,7 +430,8 @@ mod tests {
         // 128 tokens each; mean end-to-end latency 833.421 ms. One prefill pass for the batch
         // (it yields the first token), then 127 decode steps of the 8 requests.
         let args: RooflineArgs = serde_json::from_value(serde_json::json!(
-            {"model": "llama-3.1-8b", "gpu": "h200", "tp": 1})).unwrap();
+            {"model": "llama-3.1-8b", "gpu": "h200", "tp": 1}))
+        .unwrap();
         let r = Roofline::new(&args).unwrap();
         let (batch, isl, osl, measured) = (8u64, 32u64, 128u64, 833.421);
         let prefill = r.prefill_ms(batch, isl, 0);

@@ -73,7 +73,19 @@ impl Clone for PassOutput {
     /// (the derived version allocates them all afresh: one malloc and free per vector per pass).
     fn clone_from(&mut self, src: &Self) {
         // Destructured, so a new field cannot be forgotten here.
-        let PassOutput { duration, admissions, tokens, steady_tokens, streak_ends, finished, preempted, kv_events, metrics, committed_prefill_tokens, scheduled_tokens } = src;
+        let PassOutput {
+            duration,
+            admissions,
+            tokens,
+            steady_tokens,
+            streak_ends,
+            finished,
+            preempted,
+            kv_events,
+            metrics,
+            committed_prefill_tokens,
+            scheduled_tokens,
+        } = src;
         self.duration = *duration;
         self.admissions.clone_from(admissions);
         self.tokens.clone_from(tokens);
@@ -101,7 +113,6 @@ impl PassOutput {
         self.committed_prefill_tokens = 0;
         self.scheduled_tokens = 0;
     }
-
 }
 
 /// What a decode destination did with a reservation.

@@ -112,7 +112,6 @@ fn transferred_blocks_become_reusable_when_their_kv_arrives() {
     e.check().unwrap();
 }
 
-
 /// A decode rank (4-token blocks, `blocks` of them) running requests 1 and 2 (8-token
 /// prompts) with request 3 reserved, where request 2 was preempted and request 3's KV has
 /// arrived: the queue is [2 (needs 3 blocks), 3 (in place)].

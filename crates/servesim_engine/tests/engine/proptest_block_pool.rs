@@ -112,12 +112,8 @@ fn check(pool: &BlockPool, m: &Model) -> Result<(), TestCaseError> {
 
 fn run(capacity: u32, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut pool = BlockPool::new(capacity, EventSink::new(true, 0));
-    let mut m = Model {
-        slots: vec![ModelSlot::default(); capacity as usize],
-        lru: VecDeque::new(),
-        reqs: Vec::new(),
-        announced: BTreeSet::new(),
-    };
+    let mut m =
+        Model { slots: vec![ModelSlot::default(); capacity as usize], lru: VecDeque::new(), reqs: Vec::new(), announced: BTreeSet::new() };
     for op in ops {
         match op {
             Op::Reserve { hits, fresh } => {
@@ -150,7 +146,11 @@ fn run(capacity: u32, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     for &s in &out[slots.len()..] {
                         let ms = &m.slots[s as usize];
                         if m.free() > 0 {
-                            prop_assert!(ms.refs == 0 && ms.hash.is_none(), "slot {} taken while free slots remain, but it was not free", s);
+                            prop_assert!(
+                                ms.refs == 0 && ms.hash.is_none(),
+                                "slot {} taken while free slots remain, but it was not free",
+                                s
+                            );
                         } else {
                             prop_assert_eq!(m.lru.front().copied(), Some(s), "with no free slot, the LRU head is evicted");
                             m.lru.pop_front();

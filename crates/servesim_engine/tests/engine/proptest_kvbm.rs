@@ -25,10 +25,18 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 #[derive(Clone, Debug)]
 enum Op {
     /// Reuse the cached prefix of the token path `path`, and take `fresh` partial blocks.
-    Reserve { path: Vec<u8>, fresh: u8 },
+    Reserve {
+        path: Vec<u8>,
+        fresh: u8,
+    },
     /// Fill up to `tokens.len()` of request `req`'s partial blocks with these block tokens.
-    Register { req: u8, tokens: Vec<u8> },
-    Release { req: u8 },
+    Register {
+        req: u8,
+        tokens: Vec<u8>,
+    },
+    Release {
+        req: u8,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -113,7 +121,15 @@ fn check(pool: &KvbmPool, m: &Model) -> Result<(), TestCaseError> {
 
 fn run(backend: EvictionBackend, capacity: u32, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut pool = KvbmPool::new(capacity, backend, EventSink::new(true, 0));
-    let mut m = Model { capacity, refs: BTreeMap::new(), partials: 0, lru: VecDeque::new(), reqs: Vec::new(), announced: BTreeSet::new(), seen: BTreeSet::new() };
+    let mut m = Model {
+        capacity,
+        refs: BTreeMap::new(),
+        partials: 0,
+        lru: VecDeque::new(),
+        reqs: Vec::new(),
+        announced: BTreeSet::new(),
+        seen: BTreeSet::new(),
+    };
     for op in ops {
         match op {
             Op::Reserve { path, fresh } => {

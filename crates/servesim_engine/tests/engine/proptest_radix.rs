@@ -13,17 +13,26 @@
 //!   `Removed` hash was `Stored` before.
 
 use proptest::prelude::*;
-use servesim_engine::kv::{EventSink, KvEventData, NodeId, RadixCache, ROOT};
+use servesim_engine::kv::{EventSink, KvEventData, NodeId, ROOT, RadixCache};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Clone, Debug)]
 enum Op {
     /// A request for the path `keys`; it locks its cached prefix and takes pages for the rest.
-    Admit { keys: Vec<u8> },
+    Admit {
+        keys: Vec<u8>,
+    },
     /// Request `req` inserts up to `n` of its computed pages.
-    Insert { req: u8, n: u8 },
-    Finish { req: u8 },
-    Evict { n: u8 },
+    Insert {
+        req: u8,
+        n: u8,
+    },
+    Finish {
+        req: u8,
+    },
+    Evict {
+        n: u8,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {

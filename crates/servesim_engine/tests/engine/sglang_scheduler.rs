@@ -1,6 +1,6 @@
 //! The SGLang core against the reference's behaviour, pass by pass.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use servesim_engine::perf::duration_ms;
 use servesim_engine::{Engine, EngineArgs, RankSetup, Request};
 

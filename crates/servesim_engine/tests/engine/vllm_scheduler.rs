@@ -130,7 +130,12 @@ fn lifo_preemption_requeues_the_newest_running_request() {
 #[test]
 fn stress_every_combination_emits_every_token_and_frees_every_block() {
     // Each block manager: the native pool, and kvbm with each eviction backend.
-    let managers = [json!({}), json!({"kv_manager": "kvbm"}), json!({"kv_manager": "kvbm", "eviction_backend": "lru"}), json!({"kv_manager": "kvbm", "eviction_backend": "multi_lru"})];
+    let managers = [
+        json!({}),
+        json!({"kv_manager": "kvbm"}),
+        json!({"kv_manager": "kvbm", "eviction_backend": "lru"}),
+        json!({"kv_manager": "kvbm", "eviction_backend": "multi_lru"}),
+    ];
     for manager in managers {
         for shared in [false, true] {
             for caching in [false, true] {

@@ -35,7 +35,11 @@ impl TransferArgs {
     /// JSON puts them (the engine crate parses and range-checks them; only the harness uses
     /// them).
     pub fn of(args: &EngineArgs) -> Self {
-        TransferArgs { bandwidth_gbps: args.kv_transfer_bandwidth, bytes_per_token: args.kv_bytes_per_token, timing_mode: args.kv_transfer_timing_mode }
+        TransferArgs {
+            bandwidth_gbps: args.kv_transfer_bandwidth,
+            bytes_per_token: args.kv_bytes_per_token,
+            timing_mode: args.kv_transfer_timing_mode,
+        }
     }
 
     /// How long a prompt of `prompt_len` tokens takes to move to a rank that holds `resident`
@@ -45,7 +49,9 @@ impl TransferArgs {
             (Some(gbps), Some(bytes)) if gbps > 0.0 => {
                 let tokens = match self.timing_mode {
                     KvTransferTimingMode::FullPrompt => prompt_len as u64,
-                    KvTransferTimingMode::DestinationMissing => prompt_len.div_ceil(block_size).saturating_sub(resident) as u64 * block_size as u64,
+                    KvTransferTimingMode::DestinationMissing => {
+                        prompt_len.div_ceil(block_size).saturating_sub(resident) as u64 * block_size as u64
+                    }
                 };
                 duration_ms(Duration::from_secs_f64(tokens as f64 * bytes as f64 / (gbps * 1e9)))
             }
@@ -212,7 +218,8 @@ impl Handoff {
         let req = workload.request(i as usize, i as u64);
         let p = &mut fleet.pools[self.decode_pool];
         let (hashes, full) = prompt_hashes(&req, p.block_size, &mut self.scratch);
-        let placement = p.router.route(&RouteQuery { id: i as u64, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full });
+        let placement =
+            p.router.route(&RouteQuery { id: i as u64, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full });
         // A prompt no decode pool holds fails only once routed (a round-robin turn is spent).
         if req.prompt.len().div_ceil(p.block_size) > p.args.num_gpu_blocks {
             p.router.free(i as u64);

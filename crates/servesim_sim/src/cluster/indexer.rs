@@ -40,10 +40,7 @@ impl Indexer {
 
     /// Leading blocks of `chain` that `target` holds.
     pub fn overlap(&self, target: u32, chain: &[u64]) -> u32 {
-        chain
-            .iter()
-            .take_while(|h| self.holders.get(h).is_some_and(|t| t.contains(&target)))
-            .count() as u32
+        chain.iter().take_while(|h| self.holders.get(h).is_some_and(|t| t.contains(&target))).count() as u32
     }
 
     /// Every (target, hash) the indexer holds, sorted (for comparing with the engines' caches).

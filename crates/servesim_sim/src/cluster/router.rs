@@ -210,9 +210,8 @@ impl Router {
 
     fn route_kv(&mut self, q: &RouteQuery) -> Placement {
         let full = &q.block_hashes[..q.full_blocks as usize];
-        let overlaps: Vec<u32> = (0..self.targets)
-            .map(|t| if self.cfg.overlap_score_credit > 0.0 { self.indexer.overlap(t as u32, full) } else { 0 })
-            .collect();
+        let overlaps: Vec<u32> =
+            (0..self.targets).map(|t| if self.cfg.overlap_score_credit > 0.0 { self.indexer.overlap(t as u32, full) } else { 0 }).collect();
         let costs: Vec<f64> = (0..self.targets).map(|t| self.cost(t, q, overlaps[t])).collect();
         let target = if self.cfg.router_temperature > 0.0 {
             self.sample_softmax(&costs)

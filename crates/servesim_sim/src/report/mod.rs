@@ -1,16 +1,16 @@
 //! The collector: per-request timelines, folded into Dynamo's replay summary (same keys, same
 //! definitions) and per-request records.
 
+mod run;
 mod sketch;
 mod stats;
-mod run;
 pub mod timeseries;
 
 pub use run::RunReport;
-pub use sketch::DdSketch;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use stats::{num, Samples, Sketched};
+pub use sketch::DdSketch;
+use stats::{Samples, Sketched, num};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

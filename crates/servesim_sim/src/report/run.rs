@@ -1,8 +1,8 @@
 //! The finished run and how it is written: the case-file answer `{"summary", "per_request",
 //! "not_completed"?}`, streamed row by row.
 
-use super::timeseries::TimeSeries;
 use super::Collector;
+use super::timeseries::TimeSeries;
 
 /// The finished run: summary, per-request records, time series.
 #[derive(Debug)]

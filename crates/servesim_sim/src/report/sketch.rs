@@ -10,7 +10,10 @@
 enum Bins {
     Sparse(Vec<(i32, u64)>),
     /// `counts[k]` is bin `offset + k`.
-    Dense { offset: i32, counts: Vec<u64> },
+    Dense {
+        offset: i32,
+        counts: Vec<u64>,
+    },
 }
 
 #[derive(Clone, Debug)]

@@ -170,11 +170,7 @@ impl Recorder {
                 series.running.push(last.running_requests as f64);
                 series.waiting.push(last.waiting_requests as f64);
                 series.kv_usage.push(last.gpu_cache_usage_perc);
-                series.prefix_hit_rate.push(if w.query_tokens > 0 {
-                    w.hit_tokens as f64 / w.query_tokens as f64
-                } else {
-                    f64::NAN
-                });
+                series.prefix_hit_rate.push(if w.query_tokens > 0 { w.hit_tokens as f64 / w.query_tokens as f64 } else { f64::NAN });
                 series.preemptions.push((last.preemptions_total - preempted_before) as f64);
                 preempted_before = last.preemptions_total;
             }

@@ -2,11 +2,11 @@
 //! - servesim's own versioned scenario format ([`Scenario`], documented in the README);
 //! - Dynamo's replay arguments (`crate::replay`), for users of `run_trace_replay`.
 
-use crate::cluster::{RouterConfig, RouterMode};
-use servesim_engine::WorkerType;
-use crate::workload::synthetic::SyntheticSpec;
 use crate::SimError;
+use crate::cluster::{RouterConfig, RouterMode};
+use crate::workload::synthetic::SyntheticSpec;
 use serde::{Deserialize, Serialize};
+use servesim_engine::WorkerType;
 use servesim_engine::{EngineArgs, LaunchConfig};
 
 /// A fully resolved simulation setup (the workload travels separately).
@@ -210,7 +210,10 @@ impl Scenario {
             e.derive_unset(cluster.get("decode_engine").unwrap_or(&null))?;
         }
         if s.version != SCENARIO_VERSION {
-            return Err(SimError::new(format!("version: unsupported scenario version {} (this build reads {SCENARIO_VERSION})", s.version)));
+            return Err(SimError::new(format!(
+                "version: unsupported scenario version {} (this build reads {SCENARIO_VERSION})",
+                s.version
+            )));
         }
         s.config()?;
         if let WorkloadSpec::Synthetic(spec) = &s.workload {
@@ -229,10 +232,17 @@ impl Scenario {
         let disagg = match (c.num_prefill_workers, c.num_decode_workers) {
             (0, 0) => None,
             (p, d) if p > 0 && d > 0 => {
-                let pool = |e: &Option<EngineArgs>| LaunchConfig { engine: e.clone().unwrap_or_else(|| self.engine.clone()), dp_size: self.dp_size };
+                let pool = |e: &Option<EngineArgs>| LaunchConfig {
+                    engine: e.clone().unwrap_or_else(|| self.engine.clone()),
+                    dp_size: self.dp_size,
+                };
                 Some(Disagg::new(pool(&c.prefill_engine), pool(&c.decode_engine), p, d))
             }
-            _ => return Err(SimError::new("cluster: num_prefill_workers and num_decode_workers must both be set for disaggregated serving")),
+            _ => {
+                return Err(SimError::new(
+                    "cluster: num_prefill_workers and num_decode_workers must both be set for disaggregated serving",
+                ));
+            }
         };
         let cfg = SimConfig {
             launch,
@@ -267,9 +277,19 @@ mod tests {
         let e = Scenario::from_json_str(r#"{"cluster": {"num_workers": 0}}"#).unwrap_err();
         assert!(e.0.contains("num_workers"), "{e}");
         // A roofline scenario derives its KV pool and KV bytes per token unless they are set.
-        let s = Scenario::from_json_str(r#"{"engine": {"block_size": 16, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}}"#).unwrap();
-        assert!(s.engine.num_gpu_blocks > 16384 && s.engine.kv_bytes_per_token == Some(131072), "{:?}", (s.engine.num_gpu_blocks, s.engine.kv_bytes_per_token));
-        let s = Scenario::from_json_str(r#"{"engine": {"num_gpu_blocks": 100, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}}"#).unwrap();
+        let s = Scenario::from_json_str(
+            r#"{"engine": {"block_size": 16, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}}"#,
+        )
+        .unwrap();
+        assert!(
+            s.engine.num_gpu_blocks > 16384 && s.engine.kv_bytes_per_token == Some(131072),
+            "{:?}",
+            (s.engine.num_gpu_blocks, s.engine.kv_bytes_per_token)
+        );
+        let s = Scenario::from_json_str(
+            r#"{"engine": {"num_gpu_blocks": 100, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}}"#,
+        )
+        .unwrap();
         assert_eq!(s.engine.num_gpu_blocks, 100);
         let e = Scenario::from_json_str(r#"{"version": 9}"#).unwrap_err();
         assert!(e.0.contains("version"), "{e}");

@@ -4,8 +4,8 @@
 
 use super::Workload;
 use crate::SimError;
-use serde::de::IgnoredAny;
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -122,12 +122,14 @@ mod tests {
 
     #[test]
     fn errors_name_the_file_and_line() {
-        let t = "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 2, \"hash_ids\": [1]}\n{\"timestamp\": 1, \"input_length\": 5}\n";
+        let t =
+            "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 2, \"hash_ids\": [1]}\n{\"timestamp\": 1, \"input_length\": 5}\n";
         let e = parse(t, 512, "x.jsonl").unwrap_err().to_string();
         assert!(e.starts_with("x.jsonl:2: missing field"), "{e}");
         let e = parse("{\"timestamp\": 0, \"input_length\": 40, \"output_length\": 2, \"hash_ids\": [1, 2]}", 16, "y").unwrap_err();
         assert!(e.to_string().contains("y:1: input_length 40 exceeds hash_ids capacity 32"), "{e}");
-        let e = parse("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1], \"bogus\": 1}", 16, "z").unwrap_err();
+        let e =
+            parse("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [1], \"bogus\": 1}", 16, "z").unwrap_err();
         assert!(e.to_string().contains("z:1: unknown field `bogus`"), "{e}");
         assert!(parse("\n", 16, "e").unwrap_err().to_string().contains("no requests"));
         assert!(parse("not json", 16, "n").unwrap_err().to_string().starts_with("n:1:"));

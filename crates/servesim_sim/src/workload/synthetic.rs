@@ -116,11 +116,7 @@ impl SyntheticSpec {
             let isl = sample_length(&mut rng, self.input_tokens);
             let osl = sample_length(&mut rng, self.output_tokens);
             let blocks = isl.div_ceil(self.block_tokens);
-            let shared = if self.num_prefix_groups > 0 {
-                (blocks as f64 * self.shared_prefix_ratio).round() as u32
-            } else {
-                0
-            };
+            let shared = if self.num_prefix_groups > 0 { (blocks as f64 * self.shared_prefix_ratio).round() as u32 } else { 0 };
             ids.clear();
             if shared > 0 {
                 let g = rng.random_range(0..self.num_prefix_groups) as u64;

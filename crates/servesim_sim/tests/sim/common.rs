@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 use servesim_sim::replay::Case;
-use servesim_sim::{build, BuildOptions, DirFiles, Input, MemFiles, Simulation};
+use servesim_sim::{BuildOptions, DirFiles, Input, MemFiles, Simulation, build};
 use std::path::{Path, PathBuf};
 
 pub fn repo(path: &str) -> PathBuf {

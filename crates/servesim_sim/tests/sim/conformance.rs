@@ -21,9 +21,17 @@ const MUST_MATCH: &[&str] = &[
 ];
 
 const SUMMARY_KEYS: &[&str] = &[
-    "completed_requests", "total_output_tokens", "duration_ms", "mean_ttft_ms", "p99_ttft_ms",
-    "mean_tpot_ms", "mean_itl_ms", "mean_e2e_latency_ms", "p99_e2e_latency_ms",
-    "prefix_cache_reused_ratio", "output_throughput_tok_s",
+    "completed_requests",
+    "total_output_tokens",
+    "duration_ms",
+    "mean_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "mean_itl_ms",
+    "mean_e2e_latency_ms",
+    "p99_e2e_latency_ms",
+    "prefix_cache_reused_ratio",
+    "output_throughput_tok_s",
 ];
 
 fn cases_dir() -> PathBuf {

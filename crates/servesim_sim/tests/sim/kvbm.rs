@@ -1,7 +1,7 @@
 //! The kvbm block manager behind the vLLM scheduler (`kv_manager: "kvbm"`), replayed whole
 //! with the harness's invariant checks on.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::Path;
 
 /// Replays a conformance case with `engine` merged into its engine arguments; returns the

@@ -19,10 +19,8 @@ fn run(name: &str) -> (Value, Vec<u64>) {
     let text = std::fs::read_to_string(&path).unwrap();
     let case = Case::from_json_str(&text, name).unwrap();
     let trace_text = std::fs::read_to_string(dir().join(&case.trace)).unwrap();
-    let outputs: Vec<u64> = trace_text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["output_length"].as_u64().unwrap())
-        .collect();
+    let outputs: Vec<u64> =
+        trace_text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["output_length"].as_u64().unwrap()).collect();
     let mut sim = crate::common::case_file(&path);
     let start = Instant::now();
     let mut steps = 0;
@@ -40,7 +38,13 @@ fn not_completed(out: &Value) -> Vec<(u64, String, String)> {
         .and_then(Value::as_array)
         .map(|v| {
             v.iter()
-                .map(|r| (r["trace_line"].as_u64().unwrap(), r["status"].as_str().unwrap().to_string(), r["reason"].as_str().unwrap().to_string()))
+                .map(|r| {
+                    (
+                        r["trace_line"].as_u64().unwrap(),
+                        r["status"].as_str().unwrap().to_string(),
+                        r["reason"].as_str().unwrap().to_string(),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -109,7 +113,9 @@ fn sglang_cases_the_reference_never_returns_on_end() {
         }
         let s = &out["summary"];
         assert_eq!(
-            s["completed_requests"].as_u64().unwrap() + s["rejected_requests"].as_u64().unwrap() + s["unschedulable_requests"].as_u64().unwrap(),
+            s["completed_requests"].as_u64().unwrap()
+                + s["rejected_requests"].as_u64().unwrap()
+                + s["unschedulable_requests"].as_u64().unwrap(),
             outputs.len() as u64,
             "{name}: every request ends exactly once: {s}"
         );

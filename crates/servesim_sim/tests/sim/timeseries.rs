@@ -1,7 +1,7 @@
 //! The time series add up to the summary's totals, per window and per rank.
 
 use servesim_sim::scenario::Scenario;
-use servesim_sim::{build, BuildOptions, Input, MemFiles};
+use servesim_sim::{BuildOptions, Input, MemFiles, build};
 
 #[test]
 fn windows_add_up_to_the_summary() {

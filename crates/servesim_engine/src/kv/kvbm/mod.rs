@@ -138,7 +138,15 @@ impl KvbmManager {
             EvictionBackend::Lru => Evictor::Lru(Default::default()),
             EvictionBackend::MultiLru => Evictor::MultiLru(Box::new(multi_lru::MultiLru::new(capacity))),
         };
-        KvbmManager { capacity, free: capacity, registry: FxHashMap::default(), partial: FxHashMap::default(), evictor, events, evicted: Vec::new() }
+        KvbmManager {
+            capacity,
+            free: capacity,
+            registry: FxHashMap::default(),
+            partial: FxHashMap::default(),
+            evictor,
+            events,
+            evicted: Vec::new(),
+        }
     }
 
     pub fn capacity(&self) -> u32 {

@@ -3,9 +3,9 @@
 //! recently released block of the coldest non-empty pool, so often reused prefixes outlive
 //! one-off suffixes.
 
+use super::FullBlock;
 use super::lru::Lru;
 use super::tinylfu::TinyLfu;
-use super::FullBlock;
 use rustc_hash::FxHashMap;
 
 /// Estimates below 3 are cold, below 8 warm, below 15 hot; 15 (saturated) is very hot.

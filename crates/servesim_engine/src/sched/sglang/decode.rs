@@ -54,11 +54,7 @@ fn retract(core: &mut SglangCore, s: u32) {
 /// It keeps its generated tokens and its cached prefix stays in the tree, unlocked, so
 /// readmission reuses whatever survives; it queues behind the requests already waiting.
 fn retract_one(core: &mut SglangCore, set: &mut Vec<u32>) -> u32 {
-    let (pos, _) = set
-        .iter()
-        .enumerate()
-        .min_by_key(|&(i, &s)| (core.req(s).seq.generated, i))
-        .expect("a request to retract");
+    let (pos, _) = set.iter().enumerate().min_by_key(|&(i, &s)| (core.req(s).seq.generated, i)).expect("a request to retract");
     let s = set.remove(pos);
     retract(core, s);
     core.waiting.push_back(s);
@@ -151,13 +147,8 @@ fn emit_tokens(core: &mut SglangCore, set: &mut Vec<u32>) {
 /// goes on, and a readmitted request one token short of its output ends with its extend
 /// pass even when the pool has no page left.
 pub(super) fn first_tokens(core: &mut SglangCore, prefilled: Vec<u32>) -> Vec<u32> {
-    let (finishing, mut rest): (Vec<u32>, Vec<u32>) =
-        prefilled.into_iter().partition(|&s| core.req(s).remaining_output() == 1);
-    let victims = if core.cfg.worker_type == crate::args::WorkerType::Decode {
-        Vec::new()
-    } else {
-        retract_until_fits(core, &mut rest)
-    };
+    let (finishing, mut rest): (Vec<u32>, Vec<u32>) = prefilled.into_iter().partition(|&s| core.req(s).remaining_output() == 1);
+    let victims = if core.cfg.worker_type == crate::args::WorkerType::Decode { Vec::new() } else { retract_until_fits(core, &mut rest) };
     give_up_on_fruitless_prefills(core, &victims, &rest);
     if !victims.is_empty() && !rest.is_empty() {
         core.out.duration += decode_time(core, &rest);
@@ -222,11 +213,7 @@ pub(super) fn decode_pass(core: &mut SglangCore) {
         // A lone request outgrew what the pool can give it: no retraction can help (the
         // reference aborts the replay here).
         let s = core.running.pop().expect("a running request");
-        let reason = format!(
-            "grew to {} tokens and no longer fits the KV pool of {} tokens",
-            core.req(s).seq.len(),
-            core.pool_tokens()
-        );
+        let reason = format!("grew to {} tokens and no longer fits the KV pool of {} tokens", core.req(s).seq.len(), core.pool_tokens());
         core.finish(s, Outcome::Unschedulable(reason));
         return;
     }

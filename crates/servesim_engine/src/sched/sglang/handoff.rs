@@ -3,8 +3,8 @@
 //! for a prompt before its KV arrives (sharing the prefix it has cached) and decodes it from
 //! the pass after its activation.
 
-use super::request::SgRequest;
 use super::SglangCore;
+use super::request::SgRequest;
 use crate::sched::contract::{HandOff, Scheduler};
 use crate::sched::output::{Admission, Finished, Outcome, Reservation};
 use crate::sequence::Request;

@@ -19,11 +19,11 @@ mod prefill_batch;
 mod request;
 
 use crate::args::{ArgsError, EngineArgs, SchedulePolicy, WorkerType};
-use crate::sched::contract::{RankSetup, Scheduler};
-use crate::sched::output::{Finished, Outcome, PassOutput};
-use crate::kv::{EventSink, RadixCache, ROOT};
+use crate::kv::{EventSink, ROOT, RadixCache};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
+use crate::sched::contract::{RankSetup, Scheduler};
+use crate::sched::output::{Finished, Outcome, PassOutput};
 use crate::sequence::Request;
 use request::SgRequest;
 use std::collections::{HashMap, VecDeque};
@@ -251,7 +251,6 @@ impl SglangCore {
         self.free_slots.push(s);
         self.out.finished.push(Finished { id: r.seq.id, outcome, steady_tokens: 0 });
     }
-
 }
 
 impl Scheduler for SglangCore {
@@ -335,7 +334,14 @@ impl Scheduler for SglangCore {
     }
 
     fn metrics(&self) -> RankMetrics {
-        RankMetrics::snapshot(self.dp_rank, self.cache.used_pages() as u64, self.cfg.pages as u64, self.running.len(), self.waiting.len(), self.retractions_total)
+        RankMetrics::snapshot(
+            self.dp_rank,
+            self.cache.used_pages() as u64,
+            self.cfg.pages as u64,
+            self.running.len(),
+            self.waiting.len(),
+            self.retractions_total,
+        )
     }
 
     fn check(&self) -> Result<(), String> {

@@ -127,11 +127,8 @@ pub(super) fn run(core: &mut SglangCore, batch: Vec<ExtendChunk>) {
     let n = batch.len() as u64;
     let isl: u64 = batch.iter().map(|c| (c.prefix + c.tokens) as u64).sum();
     let pre: u64 = batch.iter().map(|c| c.prefix as u64).sum();
-    core.out.duration = if core.cfg.worker_type == crate::args::WorkerType::Decode {
-        Default::default()
-    } else {
-        core.timer.prefill(n, isl / n, pre / n)
-    };
+    core.out.duration =
+        if core.cfg.worker_type == crate::args::WorkerType::Decode { Default::default() } else { core.timer.prefill(n, isl / n, pre / n) };
     let tokens: u64 = batch.iter().map(|c| c.tokens as u64).sum();
     core.out.scheduled_tokens += tokens;
     core.out.committed_prefill_tokens += tokens;
@@ -164,11 +161,7 @@ pub(super) fn unschedulable_reason(core: &SglangCore, s: u32) -> String {
     let len = r.seq.len();
     let chunk = len.min(core.cfg.chunked_prefill_size);
     if core.ceil_page(chunk) > core.cfg.max_prefill_tokens {
-        format!(
-            "a prefill chunk of {} tokens exceeds max_prefill_tokens {}",
-            core.ceil_page(chunk),
-            core.cfg.max_prefill_tokens
-        )
+        format!("a prefill chunk of {} tokens exceeds max_prefill_tokens {}", core.ceil_page(chunk), core.cfg.max_prefill_tokens)
     } else {
         format!(
             "needs {} tokens of KV plus {} reserved for output; the pool has {}",

@@ -5,12 +5,12 @@
 mod handoff;
 
 use crate::args::{ArgsError, EngineArgs, KvManager, PreemptionMode, WorkerType};
-use crate::sched::contract::{RankSetup, Scheduler};
-use crate::sched::output::{Admission, Finished, Outcome, PassOutput};
 use crate::kv::kvbm::pool::KvbmPool;
 use crate::kv::{BlockPool, EventSink, Pool, SlotId};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
+use crate::sched::contract::{RankSetup, Scheduler};
+use crate::sched::output::{Admission, Finished, Outcome, PassOutput};
 use crate::sequence::{Request, Sequence};
 use std::collections::{HashMap, VecDeque};
 
@@ -210,11 +210,8 @@ impl VllmCore {
             // While reservations wait for room, only requests whose KV is in place may join,
             // from anywhere in the queue: the others would take the room the reservations wait for.
             // Otherwise the FIFO head, passing over reservations whose KV has not arrived.
-            let next = if self.destinations_pending {
-                self.first_in_place()
-            } else {
-                self.waiting.iter().position(|&s| !self.seq(s).kv_pending)
-            };
+            let next =
+                if self.destinations_pending { self.first_in_place() } else { self.waiting.iter().position(|&s| !self.seq(s).kv_pending) };
             let Some(k) = next else { break };
             let s = self.waiting[k];
             if let Some(reason) = self.rejection(s) {
@@ -287,17 +284,9 @@ impl VllmCore {
         let seq = self.seq(s);
         let blocks = self.blocks_for(seq.len());
         if blocks > self.cfg.num_blocks {
-            format!(
-                "grew to {} tokens ({blocks} KV blocks) and no longer fits the pool of {} blocks",
-                seq.len(),
-                self.cfg.num_blocks
-            )
+            format!("grew to {} tokens ({blocks} KV blocks) and no longer fits the pool of {} blocks", seq.len(), self.cfg.num_blocks)
         } else {
-            format!(
-                "prompt of {} tokens exceeds max_num_batched_tokens {} with chunked prefill off",
-                seq.prompt_len(),
-                self.cfg.budget
-            )
+            format!("prompt of {} tokens exceeds max_num_batched_tokens {} with chunked prefill off", seq.prompt_len(), self.cfg.budget)
         }
     }
 
@@ -420,12 +409,7 @@ impl VllmCore {
         }
         seq.num_computed = before + desired;
         self.make_visible(s, full);
-        let chunk = Chunk {
-            seq: s,
-            tokens: desired,
-            prompt_after: (before + desired).min(prompt_len),
-            prompt_before,
-        };
+        let chunk = Chunk { seq: s, tokens: desired, prompt_after: (before + desired).min(prompt_len), prompt_before };
         if chunk.has_prompt() {
             self.out.committed_prefill_tokens += desired as u64;
         }
@@ -500,11 +484,8 @@ impl VllmCore {
             isl += c.prompt_after as u64;
             pre += c.prompt_before as u64;
         }
-        let prefill = if n == 0 || self.cfg.worker_type == WorkerType::Decode {
-            Default::default()
-        } else {
-            self.timer.prefill(n, isl / n, pre / n)
-        };
+        let prefill =
+            if n == 0 || self.cfg.worker_type == WorkerType::Decode { Default::default() } else { self.timer.prefill(n, isl / n, pre / n) };
         // Retire the finished, keeping the rest in order.
         if !self.done.is_empty() {
             let done = std::mem::take(&mut self.done);
@@ -529,7 +510,11 @@ impl VllmCore {
             self.timer.decode(batch, context, total)
         };
         self.out.duration = prefill + decode;
-        self.out.metrics = RankMetrics { cache_hit_tokens: self.out.metrics.cache_hit_tokens, cache_query_tokens: self.out.metrics.cache_query_tokens, ..self.metrics() };
+        self.out.metrics = RankMetrics {
+            cache_hit_tokens: self.out.metrics.cache_hit_tokens,
+            cache_query_tokens: self.out.metrics.cache_query_tokens,
+            ..self.metrics()
+        };
         self.pool.events().drain_into(&mut self.out.kv_events);
     }
 
@@ -586,7 +571,6 @@ impl VllmCore {
         self.free_seq_slots.push(s);
         self.out.finished.push(Finished { id: seq.id, outcome, steady_tokens: seq.streak });
     }
-
 }
 
 impl Scheduler for VllmCore {
@@ -642,11 +626,7 @@ impl Scheduler for VllmCore {
     fn has_work(&self) -> bool {
         !self.running.is_empty()
             || !self.stalled
-                && if self.destinations_pending {
-                    self.first_in_place().is_some()
-                } else {
-                    self.waiting.len() > self.pending_kv
-                }
+                && if self.destinations_pending { self.first_in_place().is_some() } else { self.waiting.len() > self.pending_kv }
     }
 
     fn in_flight(&self) -> usize {
@@ -671,7 +651,14 @@ impl Scheduler for VllmCore {
     }
 
     fn metrics(&self) -> RankMetrics {
-        RankMetrics::snapshot(self.dp_rank, self.pool.active() as u64, self.cfg.num_blocks as u64, self.running.len(), self.waiting.len(), self.preemptions_total)
+        RankMetrics::snapshot(
+            self.dp_rank,
+            self.pool.active() as u64,
+            self.cfg.num_blocks as u64,
+            self.running.len(),
+            self.waiting.len(),
+            self.preemptions_total,
+        )
     }
 
     /// Every cache-visible block hash, sorted (for tests comparing with a router's indexer).
