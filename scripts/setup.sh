@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target add wasm32-unknown-unknown
+rustup component add clippy rustfmt
 cargo build --release --locked -p servesim_cli
 
 # --- web playground: Chromium for the end-to-end tests, wasm-bindgen-cli, npm packages, the site.

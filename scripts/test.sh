@@ -3,6 +3,10 @@
 # playground's wasm tests (Node), lint and format check, unit and end-to-end tests (Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "== format and lints (rustfmt, clippy natively and for wasm32)"
+cargo fmt --all --check
+cargo clippy --locked --workspace --all-targets -- -D warnings
+cargo clippy --locked --target wasm32-unknown-unknown -p servesim_engine -p servesim_sim -p servesim_wasm --all-targets -- -D warnings
 echo "== native tests"
 cargo test --workspace --locked --release
 echo "== engine and harness build for wasm32"

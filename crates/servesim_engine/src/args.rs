@@ -337,15 +337,15 @@ impl EngineArgs {
         if self.max_model_len.is_some() && self.backend != Backend::Vllm {
             return err("engine.max_model_len is only supported by the vllm backend");
         }
-        if let Some(bw) = self.kv_transfer_bandwidth {
-            if !bw.is_finite() || bw < 0.0 {
-                return err("engine.kv_transfer_bandwidth must be finite and non-negative");
-            }
+        if let Some(bw) = self.kv_transfer_bandwidth
+            && (!bw.is_finite() || bw < 0.0)
+        {
+            return err("engine.kv_transfer_bandwidth must be finite and non-negative");
         }
-        if let TimingModel::Fixed { prefill_ms, decode_ms } = self.timing_model {
-            if !(prefill_ms.is_finite() && prefill_ms >= 0.0 && decode_ms.is_finite() && decode_ms >= 0.0) {
-                return err("engine.timing_model: prefill_ms and decode_ms must be finite and non-negative");
-            }
+        if let TimingModel::Fixed { prefill_ms, decode_ms } = self.timing_model
+            && !(prefill_ms.is_finite() && prefill_ms >= 0.0 && decode_ms.is_finite() && decode_ms >= 0.0)
+        {
+            return err("engine.timing_model: prefill_ms and decode_ms must be finite and non-negative");
         }
         if let TimingModel::External { provider, config } = &self.timing_model {
             if provider != "dynamo_profile" {

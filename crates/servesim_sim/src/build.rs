@@ -15,6 +15,8 @@ use std::sync::Arc;
 
 /// What to run.
 #[derive(Clone, Debug)]
+// Built once per run: boxing the scenario would only add noise at every caller.
+#[allow(clippy::large_enum_variant)]
 pub enum Input {
     /// servesim's own scenario format.
     Scenario(Scenario),

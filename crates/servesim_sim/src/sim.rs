@@ -245,11 +245,11 @@ impl Simulation {
                 break;
             }
             self.next_arrival += 1;
-            if let Some(h) = &mut self.handoff {
-                if h.on_arrival(i, t, &mut self.fleet, &self.workload) {
-                    self.apply_decisions();
-                    continue;
-                }
+            if let Some(h) = &mut self.handoff
+                && h.on_arrival(i, t, &mut self.fleet, &self.workload)
+            {
+                self.apply_decisions();
+                continue;
             }
             let p = &mut self.fleet.pools[Fleet::ENTRY];
             if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
@@ -375,10 +375,11 @@ impl Simulation {
             // A pool check walks every block: every pass for small pools, every 64th for
             // large ones (tests of 16k-block pools would otherwise take minutes).
             self.passes += 1;
-            if self.checks && (rank.engine.metrics().total_blocks <= 4096 || self.passes % 64 == 0) {
-                if let Err(e) = rank.engine.check() {
-                    panic!("worker {w}, rank {r}: {e} after the pass at {now} ms");
-                }
+            if self.checks
+                && (rank.engine.metrics().total_blocks <= 4096 || self.passes.is_multiple_of(64))
+                && let Err(e) = rank.engine.check()
+            {
+                panic!("worker {w}, rank {r}: {e} after the pass at {now} ms");
             }
         }
         self.fleet.workers[w].busy = true;
@@ -442,10 +443,10 @@ impl Simulation {
     /// completions reach the records.
     fn apply_rank_pass(&mut self, r: usize, t: f64) {
         let out = std::mem::take(&mut self.fleet.ranks[r].pending);
-        if !out.finished.is_empty() || !out.preempted.is_empty() {
-            if let Some(h) = &mut self.handoff {
-                h.capacity_returned(r);
-            }
+        if (!out.finished.is_empty() || !out.preempted.is_empty())
+            && let Some(h) = &mut self.handoff
+        {
+            h.capacity_returned(r);
         }
         let pool = self.fleet.ranks[r].pool;
         let role = self.fleet.pools[pool].role;

@@ -112,6 +112,8 @@ pub fn panic_for_testing() {
     panic!("a panic requested for testing");
 }
 
+// Finished holds the report inline: the handle is one per run and never moved in a loop.
+#[allow(clippy::large_enum_variant)]
 enum State {
     Running(Box<servesim_sim::Simulation>),
     Finished(RunReport),
@@ -141,7 +143,7 @@ impl Simulation {
         let scenario = Scenario::from_json_str(scenario_json).map_err(js_err)?;
         let interval = match interval_ms {
             None => Interval::Configured,
-            Some(ms) if ms == 0.0 => Interval::Auto,
+            Some(0.0) => Interval::Auto,
             Some(ms) if ms.is_finite() && ms > 0.0 => Interval::Fixed(ms),
             Some(_) => return Err(JsError::new("interval_ms must be 0 (automatic) or a positive number")),
         };

@@ -337,7 +337,7 @@ pub(crate) fn prompt_hashes(req: &Request, bs: u32, bytes: &mut Vec<u8>) -> (Vec
         out.push(h);
         parent = Some(h);
     }
-    if tokens.len() as u32 % bs != 0 {
+    if !(tokens.len() as u32).is_multiple_of(bs) {
         out.push(mix64(req.id ^ 0x5EED_0000_0000_0000));
     }
     (out, full)

@@ -1,8 +1,8 @@
 //! Request placement over routing targets (each a worker's data-parallel rank).
 //!
 //! The KV-aware router follows Dynamo's cost, in block units, lowest wins:
-//! `prefill_load_scale × max(0, (active prefill tokens + prompt)/block − credit × overlap)
-//!  + active blocks + request blocks not already active`. It knows what each target caches
+//! `prefill_load_scale × max(0, (active prefill tokens + prompt)/block − credit × overlap) +
+//! active blocks + request blocks not already active`. It knows what each target caches
 //! only from the KV events engines publish at pass end (the [`Indexer`]), and tracks load from
 //! request lifecycle edges: routing adds, first token drops the prefill charge, the end frees.
 
@@ -68,10 +68,10 @@ impl RouterConfig {
                 return Err(format!("router_config.{name} must be finite and non-negative"));
             }
         }
-        if let Some(q) = self.router_queue_threshold {
-            if !(q.is_finite() && q >= 0.0) {
-                return Err("router_config.router_queue_threshold must be finite and non-negative".into());
-            }
+        if let Some(q) = self.router_queue_threshold
+            && !(q.is_finite() && q >= 0.0)
+        {
+            return Err("router_config.router_queue_threshold must be finite and non-negative".into());
         }
         Ok(())
     }

@@ -49,7 +49,7 @@ impl DdSketch {
 
     /// Adds `n` copies of `x`.
     pub fn add_n(&mut self, x: f64, n: u64) {
-        if !(x > 0.0) || !x.is_finite() || n == 0 {
+        if x.is_nan() || x <= 0.0 || !x.is_finite() || n == 0 {
             return;
         }
         let i = match self.memo {

@@ -46,9 +46,11 @@ impl Lineage {
             Some(n) => {
                 // A ghost comes back to life, and now knows its parent.
                 n.tick = Some(tick);
-                if n.parent.is_none() && b.parent.is_some() {
-                    n.parent = b.parent;
-                    self.adopt(b.parent.expect("parent"), b.position.saturating_sub(1));
+                if n.parent.is_none()
+                    && let Some(p) = b.parent
+                {
+                    n.parent = Some(p);
+                    self.adopt(p, b.position.saturating_sub(1));
                 }
             }
             None => {
@@ -117,5 +119,9 @@ impl Lineage {
 
     pub fn len(&self) -> usize {
         self.inactive
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }

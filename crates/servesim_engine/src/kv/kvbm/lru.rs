@@ -37,4 +37,8 @@ impl Lru {
     pub fn len(&self) -> usize {
         self.order.len()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }

@@ -14,6 +14,7 @@
 //!   at zero references becomes inactive. No events.
 //! - `promote`: a partial block fills up and becomes full: merged into an existing copy if
 //!   the hash is known, otherwise registered and announced alone.
+//!
 //! Evicting an inactive block announces `Removed`.
 
 pub mod lineage;

@@ -42,7 +42,7 @@ impl MultiLru {
     }
 
     pub fn evict(&mut self) -> Option<u64> {
-        let pool = self.pools.iter_mut().find(|p| p.len() > 0)?;
+        let pool = self.pools.iter_mut().find(|p| !p.is_empty())?;
         let hash = pool.evict()?;
         self.pool_of.remove(&hash);
         Some(hash)
@@ -55,5 +55,9 @@ impl MultiLru {
 
     pub fn len(&self) -> usize {
         self.pool_of.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }

@@ -268,10 +268,10 @@ impl VllmCore {
     /// Why a fresh request is refused outright, if it is.
     fn rejection(&self, s: u32) -> Option<String> {
         let seq = self.seq(s);
-        if let Some(limit) = self.cfg.max_model_len {
-            if seq.prompt_len() >= limit {
-                return Some(format!("prompt of {} tokens reaches max_model_len {limit}", seq.prompt_len()));
-            }
+        if let Some(limit) = self.cfg.max_model_len
+            && seq.prompt_len() >= limit
+        {
+            return Some(format!("prompt of {} tokens reaches max_model_len {limit}", seq.prompt_len()));
         }
         let blocks = self.blocks_for(seq.len());
         if seq.admissions == 0 && blocks > self.cfg.num_blocks {
@@ -301,7 +301,7 @@ impl VllmCore {
         let seq = self.seqs[s as usize].as_mut().expect("live sequence");
         let len = seq.len();
         let mut max_blocks = len / bs;
-        if !seq.generation_done() && !(seq.prefilled && seq.admissions == 0) {
+        if !(seq.generation_done() || seq.prefilled && seq.admissions == 0) {
             max_blocks = max_blocks.min(len.saturating_sub(1) / bs);
         }
         // The slot list's buffer is reused from one admission to the next.
@@ -370,35 +370,37 @@ impl VllmCore {
 
         // Most decode steps need no new block.
         let covered = !from_waiting && self.seq(s).blocks.len() as u32 >= target_blocks;
-        while !covered {
-            let seq = self.seqs[s as usize].as_mut().expect("live sequence");
-            let held = seq.blocks.len() as u32;
-            if held == 0 {
-                // Room for every block the request will need, once.
-                let final_len = seq.prompt_len() + seq.max_output;
-                seq.blocks.reserve_exact(final_len.div_ceil(self.cfg.block_size).min(self.cfg.num_blocks) as usize);
-            }
-            let ok = if held == 0 {
-                let hits: &[SlotId] = if cached > 0 { &hit.expect("hit").slots } else { &[] };
-                let fresh = target_blocks - hits.len() as u32;
-                self.pool.reserve(hits, fresh, &mut seq.blocks)
-            } else {
-                self.pool.reserve(&[], target_blocks.saturating_sub(held), &mut seq.blocks)
-            };
-            if ok {
-                break;
-            }
-            if from_waiting {
-                return Scheduled::Blocked;
-            }
-            let victim = match self.cfg.preemption {
-                PreemptionMode::Lifo => *self.running.last().expect("running request"),
-                PreemptionMode::Fifo => self.running[0],
-            };
-            self.preempt(victim, budget);
-            *preempted = true;
-            if victim == s {
-                return Scheduled::SelfPreempted;
+        if !covered {
+            loop {
+                let seq = self.seqs[s as usize].as_mut().expect("live sequence");
+                let held = seq.blocks.len() as u32;
+                if held == 0 {
+                    // Room for every block the request will need, once.
+                    let final_len = seq.prompt_len() + seq.max_output;
+                    seq.blocks.reserve_exact(final_len.div_ceil(self.cfg.block_size).min(self.cfg.num_blocks) as usize);
+                }
+                let ok = if held == 0 {
+                    let hits: &[SlotId] = if cached > 0 { &hit.expect("hit").slots } else { &[] };
+                    let fresh = target_blocks - hits.len() as u32;
+                    self.pool.reserve(hits, fresh, &mut seq.blocks)
+                } else {
+                    self.pool.reserve(&[], target_blocks.saturating_sub(held), &mut seq.blocks)
+                };
+                if ok {
+                    break;
+                }
+                if from_waiting {
+                    return Scheduled::Blocked;
+                }
+                let victim = match self.cfg.preemption {
+                    PreemptionMode::Lifo => *self.running.last().expect("running request"),
+                    PreemptionMode::Fifo => self.running[0],
+                };
+                self.preempt(victim, budget);
+                *preempted = true;
+                if victim == s {
+                    return Scheduled::SelfPreempted;
+                }
             }
         }
 
