@@ -176,6 +176,11 @@ pub struct LaunchConfig {
     pub engine: EngineArgs,
     #[serde(default = "default_dp")]
     pub dp_size: u32,
+    /// GPUs each data-parallel rank spans (Dynamo's top-level `tensor_parallel_size`). Absent:
+    /// the roofline timing model's `tp`, else 1. Only the report's GPU counts read it; the
+    /// roofline times passes with its own `tp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_parallel_size: Option<u32>,
 }
 
 fn default_backend() -> Backend {
@@ -229,7 +234,7 @@ impl Default for EngineArgs {
 
 impl Default for LaunchConfig {
     fn default() -> Self {
-        LaunchConfig { engine: EngineArgs::default(), dp_size: 1 }
+        LaunchConfig { engine: EngineArgs::default(), dp_size: 1, tensor_parallel_size: None }
     }
 }
 
@@ -259,7 +264,28 @@ impl LaunchConfig {
         if self.dp_size == 0 {
             return Err(ArgsError("dp_size must be positive".into()));
         }
+        if let Some(tp) = self.tensor_parallel_size {
+            if tp == 0 {
+                return Err(ArgsError("tensor_parallel_size must be positive".into()));
+            }
+            if let TimingModel::Roofline(r) = &self.engine.timing_model
+                && r.tp != tp
+            {
+                return Err(ArgsError(format!("tensor_parallel_size {tp} differs from engine.timing_model.tp {}", r.tp)));
+            }
+        }
         self.engine.validate()
+    }
+
+    /// GPUs one worker occupies: tensor-parallel size × data-parallel ranks (as the
+    /// reference counts them for `gpu_hours`).
+    pub fn gpus_per_worker(&self) -> u32 {
+        let tp = match (&self.tensor_parallel_size, &self.engine.timing_model) {
+            (Some(tp), _) => *tp,
+            (None, TimingModel::Roofline(r)) => r.tp,
+            (None, _) => 1,
+        };
+        tp * self.dp_size
     }
 }
 

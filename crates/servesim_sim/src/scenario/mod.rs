@@ -105,6 +105,9 @@ pub struct Scenario {
     pub engine: EngineArgs,
     #[serde(default = "one")]
     pub dp_size: u32,
+    /// GPUs each data-parallel rank spans (see `LaunchConfig::tensor_parallel_size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_parallel_size: Option<u32>,
     #[serde(default)]
     pub cluster: ClusterSpec,
     #[serde(default)]
@@ -228,13 +231,14 @@ impl Scenario {
             WorkloadSpec::Synthetic(_) => 1.0,
         };
         let c = &self.cluster;
-        let launch = LaunchConfig { engine: self.engine.clone(), dp_size: self.dp_size };
+        let launch = LaunchConfig { engine: self.engine.clone(), dp_size: self.dp_size, tensor_parallel_size: self.tensor_parallel_size };
         let disagg = match (c.num_prefill_workers, c.num_decode_workers) {
             (0, 0) => None,
             (p, d) if p > 0 && d > 0 => {
                 let pool = |e: &Option<EngineArgs>| LaunchConfig {
                     engine: e.clone().unwrap_or_else(|| self.engine.clone()),
                     dp_size: self.dp_size,
+                    tensor_parallel_size: self.tensor_parallel_size,
                 };
                 Some(Disagg::new(pool(&c.prefill_engine), pool(&c.decode_engine), p, d))
             }
