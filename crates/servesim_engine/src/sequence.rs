@@ -179,10 +179,8 @@ impl Sequence {
         }
     }
 
-    /// Generated token at position `i` (past the prompt): a Weyl sequence from a per-request
-    /// seed, cheap and distinct across requests.
     fn generated_token(&self, i: u32) -> u32 {
-        weyl(mix64(self.id), i)
+        generated_token(self.id, i)
     }
 
     /// (sequence hash, local hash) of full block `i`; `i` must be below `len() / bs`.
@@ -260,6 +258,13 @@ impl Sequence {
     pub fn parent_of(&self, i: u32) -> Option<u64> {
         if i == 0 { None } else { Some(self.hashes[(i - 1) as usize].0) }
     }
+}
+
+/// The token request `id` generates at position `i` (past its prompt): a Weyl sequence from a
+/// per-request seed, cheap and distinct across requests. A harness that replays a session's
+/// history (a later turn's prompt holds an earlier turn's output) appends these.
+pub fn generated_token(id: u64, i: u32) -> u32 {
+    weyl(mix64(id), i)
 }
 
 fn weyl(seed: u64, i: u32) -> u32 {

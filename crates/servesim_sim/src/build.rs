@@ -4,8 +4,10 @@
 //! ([`DirFiles`]), from uploaded bytes in the page ([`MemFiles`]).
 
 use crate::replay::Case;
+use crate::report::Column;
 use crate::scenario::{Scenario, SimConfig, WorkloadSpec};
-use crate::workload::{Workload, mooncake};
+use crate::workload::mooncake::TraceOptions;
+use crate::workload::{Workload, formats};
 use crate::{SimError, Simulation};
 use servesim_engine::EngineArgs;
 use servesim_engine::perf::interpolated::Profile;
@@ -29,14 +31,10 @@ pub trait Files {
     /// The whole file.
     fn read(&mut self, name: &str) -> Result<Vec<u8>, SimError>;
 
-    /// A Mooncake trace, parsed line by line (errors name the file and line).
-    fn trace(&mut self, name: &str, block_tokens: u32) -> Result<Workload, SimError> {
+    /// A trace, parsed line by line (errors name the file and line).
+    fn trace(&mut self, name: &str, opts: TraceOptions) -> Result<Workload, SimError> {
         let bytes = self.read(name)?;
-        match std::str::from_utf8(&bytes) {
-            Ok(text) => mooncake::parse(text, block_tokens, name),
-            // Line by line, so the error names the line that is not UTF-8.
-            Err(_) => mooncake::parse_reader(&bytes[..], block_tokens, name),
-        }
+        parse_trace(&bytes, opts, name)
     }
 
     /// The name a trace workload without a `path` reads (an upload has one; a directory
@@ -69,10 +67,10 @@ impl Files for DirFiles {
         std::fs::read(&path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))
     }
 
-    fn trace(&mut self, name: &str, block_tokens: u32) -> Result<Workload, SimError> {
+    fn trace(&mut self, name: &str, opts: TraceOptions) -> Result<Workload, SimError> {
         let path = self.path(name);
         let file = std::fs::File::open(&path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
-        mooncake::parse_reader(std::io::BufReader::new(file), block_tokens, &path.display().to_string())
+        formats::read_reader(std::io::BufReader::new(file), opts, &path.display().to_string())
     }
 }
 
@@ -106,18 +104,24 @@ impl Files for MemFiles {
         self.files.get(name).cloned().ok_or_else(|| SimError::new(format!("`{name}` is not loaded (upload the file)")))
     }
 
-    fn trace(&mut self, name: &str, block_tokens: u32) -> Result<Workload, SimError> {
+    fn trace(&mut self, name: &str, opts: TraceOptions) -> Result<Workload, SimError> {
         let Some(bytes) = self.files.get(name) else {
             return Err(SimError::new(format!("workload.path: the trace `{name}` is not loaded (upload the file)")));
         };
-        match std::str::from_utf8(bytes) {
-            Ok(text) => mooncake::parse(text, block_tokens, name),
-            Err(_) => mooncake::parse_reader(&bytes[..], block_tokens, name),
-        }
+        parse_trace(bytes, opts, name)
     }
 
     fn unnamed_trace(&self) -> Option<&str> {
         Some(self.trace_name.as_deref().unwrap_or("trace.jsonl"))
+    }
+}
+
+/// Parses a trace held in memory; `name` names it in errors.
+pub fn parse_trace(bytes: &[u8], opts: TraceOptions, name: &str) -> Result<Workload, SimError> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => formats::read_text(text, opts, name),
+        // Line by line, so the error names the line that is not UTF-8.
+        Err(_) => formats::read_reader(bytes, opts, name),
     }
 }
 
@@ -180,17 +184,25 @@ pub fn build(input: &Input, files: &mut dyn Files, opts: &BuildOptions) -> Resul
     };
     cfg.profiles = Profiles::load(&cfg, files)?;
     let workload = match input {
-        Input::Case(c) => files.trace(&c.trace, c.trace_block_size())?,
+        Input::Case(c) => files.trace(&c.trace, c.trace_options()?)?,
         Input::Scenario(s) => match &s.workload {
             WorkloadSpec::Synthetic(spec) => spec.generate()?,
-            WorkloadSpec::Trace { path, trace_block_size, .. } => {
+            WorkloadSpec::Trace { path, trace_block_size, format, concurrency, .. } => {
                 let name = match path.as_deref().or(files.unnamed_trace()) {
                     Some(name) => name.to_string(),
                     None => return Err(SimError::new("workload.path: a trace workload needs a path")),
                 };
-                files.trace(&name, *trace_block_size)?
+                if format.needs_closed_loop() && concurrency.is_none() {
+                    return Err(SimError::new("workload.concurrency: an applied_compute_agentic trace needs a closed loop"));
+                }
+                let opts = TraceOptions { block_tokens: *trace_block_size, format: *format, closed_loop: concurrency.is_some() };
+                files.trace(&name, opts)?
             }
         },
+    };
+    let columns = match input {
+        Input::Case(c) => c.columns()?,
+        Input::Scenario(_) => Column::DEFAULT.to_vec(),
     };
     match opts.interval {
         Interval::Configured => {}
@@ -204,7 +216,7 @@ pub fn build(input: &Input, files: &mut dyn Files, opts: &BuildOptions) -> Resul
             }
         }
     }
-    Ok(Simulation::new(&cfg, workload)?.with_timeseries(opts.timeseries))
+    Ok(Simulation::new(&cfg, workload)?.with_timeseries(opts.timeseries).with_columns(columns))
 }
 
 /// A round window (1, 2 or 5 times a power of ten ms, at least 1 µs) giving about `target`

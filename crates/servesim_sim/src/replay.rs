@@ -3,7 +3,10 @@
 
 use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
+use crate::report::{Column, Sla};
 use crate::scenario::{Disagg, SimConfig};
+use crate::workload::TraceFormat;
+use crate::workload::mooncake::TraceOptions;
 use serde::Deserialize;
 use servesim_engine::{LaunchConfig, WorkerType};
 
@@ -15,6 +18,10 @@ pub struct Case {
     pub trace: String,
     #[serde(default)]
     pub replay: ReplayArgs,
+    /// The per-request columns to answer with (the reference's case files name them);
+    /// default: first_token_ms, end_ms, output_tokens, reused_input_tokens, readmissions.
+    #[serde(default)]
+    pub per_request_columns: Option<Vec<String>>,
 }
 
 /// The subset of `run_trace_replay`'s keyword arguments servesim understands.
@@ -48,6 +55,22 @@ pub struct ReplayArgs {
     /// servesim extension: time-series window in virtual ms.
     #[serde(default)]
     pub timeseries_interval_ms: Option<f64>,
+    /// Closed loop: at most this many sessions in flight.
+    #[serde(default)]
+    pub replay_concurrency: Option<u32>,
+    #[serde(default)]
+    pub sla_ttft_ms: Option<f64>,
+    #[serde(default)]
+    pub sla_itl_ms: Option<f64>,
+    #[serde(default)]
+    pub sla_e2e_ms: Option<f64>,
+    #[serde(default)]
+    pub kv_event_lag_ms: Option<f64>,
+    #[serde(default)]
+    pub max_sim_time_ms: Option<f64>,
+    /// `mooncake` (default), `mooncake-delta`, `applied_compute_agentic` or `dynamo`.
+    #[serde(default)]
+    pub trace_format: Option<String>,
 }
 
 impl Case {
@@ -58,6 +81,28 @@ impl Case {
 
     pub fn trace_block_size(&self) -> u32 {
         self.replay.trace_block_size.unwrap_or(512)
+    }
+
+    /// How its trace is read.
+    pub fn trace_options(&self) -> Result<TraceOptions, SimError> {
+        let format = match &self.replay.trace_format {
+            None => TraceFormat::Mooncake,
+            Some(f) => TraceFormat::parse(f).map_err(|e| SimError::new(format!("replay.trace_format: {e}")))?,
+        };
+        if format.needs_closed_loop() && self.replay.replay_concurrency.is_none() {
+            return Err(SimError::new(
+                "replay.trace_format: applied_compute_agentic needs replay_concurrency (its sessions have no start times)",
+            ));
+        }
+        Ok(TraceOptions { block_tokens: self.trace_block_size(), format, closed_loop: self.replay.replay_concurrency.is_some() })
+    }
+
+    /// The per-request columns of its answer.
+    pub fn columns(&self) -> Result<Vec<Column>, SimError> {
+        match &self.per_request_columns {
+            None => Ok(Column::DEFAULT.to_vec()),
+            Some(names) => names.iter().map(|n| Column::parse(n).map_err(|e| SimError::new(format!("per_request_columns: {e}")))).collect(),
+        }
     }
 
     pub fn config(&self) -> Result<SimConfig, SimError> {
@@ -75,6 +120,24 @@ impl Case {
             None => Ok(LaunchConfig::default()),
         };
         let launch = parse(&r.extra_engine_args, "extra_engine_args")?;
+        if r.replay_concurrency == Some(0) {
+            return Err(SimError::new("replay.replay_concurrency must be at least 1"));
+        }
+        let sla = Sla { ttft_ms: r.sla_ttft_ms, itl_ms: r.sla_itl_ms, e2e_ms: r.sla_e2e_ms };
+        sla.validate("replay.sla_").map_err(SimError::new)?;
+        if let Some(lag) = r.kv_event_lag_ms {
+            if !(lag.is_finite() && lag >= 0.0) {
+                return Err(SimError::new(format!("replay.kv_event_lag_ms must be finite and non-negative, got {lag}")));
+            }
+            if lag > 0.0 && router_mode != RouterMode::KvRouter {
+                return Err(SimError::new("replay.kv_event_lag_ms only supports router_mode kv_router"));
+            }
+        }
+        if let Some(t) = r.max_sim_time_ms
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(SimError::new(format!("replay.max_sim_time_ms must be finite and non-negative, got {t}")));
+        }
         let disagg = if r.prefill_engine_args.is_some() || r.decode_engine_args.is_some() {
             // As in Dynamo's replay, each pool must say its role.
             for (field, args, want) in [
@@ -107,6 +170,10 @@ impl Case {
             seed: r.seed.unwrap_or(42),
             timeseries_interval_ms: r.timeseries_interval_ms.unwrap_or(1000.0),
             profiles: Default::default(),
+            concurrency: r.replay_concurrency,
+            sla,
+            kv_event_lag_ms: r.kv_event_lag_ms.unwrap_or(0.0),
+            max_sim_time_ms: r.max_sim_time_ms,
         };
         cfg.validate()?;
         Ok(cfg)

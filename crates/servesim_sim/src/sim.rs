@@ -10,9 +10,10 @@ use crate::cluster::handoff::{Decision, Handoff, prompt_hashes};
 use crate::cluster::{RouteQuery, Router, RouterConfig};
 use crate::queue::{EventKind, EventQueue};
 use crate::report::timeseries::Recorder;
-use crate::report::{Collector, RunReport, Status};
+use crate::report::{Collector, Column, RunReport, Status};
 use crate::scenario::SimConfig;
 use crate::workload::Workload;
+use crate::workload::driver::{Driver, Load};
 use servesim_engine::hash::mix64;
 use servesim_engine::perf::duration_ms;
 use servesim_engine::{Engine, LaunchConfig, Outcome, PassOutput, RankSetup, WorkerType};
@@ -20,9 +21,8 @@ use std::time::Duration;
 
 pub struct Simulation {
     workload: Workload,
-    arrival_ms: Vec<f64>,
-    order: Vec<u32>,
-    next_arrival: usize,
+    /// When each request arrives (open or closed loop, sessions).
+    driver: Driver,
     fleet: Fleet,
     /// Disaggregated serving's prefill-to-decode hand-off.
     handoff: Option<Handoff>,
@@ -35,6 +35,11 @@ pub struct Simulation {
     /// Verify invariants after every pass (on in debug builds; tests turn it on).
     checks: bool,
     passes: u64,
+    /// The run stops before any timestamp past this (`max_sim_time_ms`).
+    max_sim_time_ms: Option<f64>,
+    /// It stopped there, with work left.
+    cut_off: bool,
+    columns: Vec<Column>,
 }
 
 impl Simulation {
@@ -43,22 +48,28 @@ impl Simulation {
         if workload.is_empty() {
             return Err(SimError::new("the workload has no requests"));
         }
+        let load = match cfg.concurrency {
+            Some(concurrency) => Load::Closed { concurrency },
+            None => Load::Open { speedup: cfg.arrival_speedup_ratio },
+        };
         let mut sim = Simulation {
-            arrival_ms: Vec::new(),
-            order: Vec::new(),
-            next_arrival: 0,
+            driver: Driver::new(&workload, load)?,
             fleet: Fleet::default(),
             handoff: None,
             events: EventQueue::default(),
             now_ms: 0.0,
             finished: 0,
-            collector: Collector::new(),
+            collector: Collector::new(workload.len()),
             recorder: Recorder::new(cfg.timeseries_interval_ms),
             scratch: Default::default(),
             checks: cfg!(debug_assertions),
             passes: 0,
+            max_sim_time_ms: cfg.max_sim_time_ms,
+            cut_off: false,
+            columns: Column::DEFAULT.to_vec(),
             workload,
         };
+        sim.collector.sla = cfg.sla;
         match &cfg.disagg {
             None => sim.add_pool(cfg, Role::Aggregated, &cfg.launch, cfg.num_workers, cfg.router_config.clone())?,
             Some(d) => {
@@ -70,12 +81,19 @@ impl Simulation {
                 sim.handoff = Some(Handoff::new(&sim.fleet, prefill, decode, sim.workload.len(), destination_first));
             }
         }
-        let (arrival_ms, order) = sim.workload.arrivals(cfg.arrival_speedup_ratio);
-        for (i, row) in sim.workload.rows.iter().enumerate() {
-            sim.collector.arrive(arrival_ms[i], row.input_length);
+        let gpus = &mut sim.collector.fleet;
+        match &cfg.disagg {
+            None => gpus.decode_gpus_per_worker = cfg.launch.gpus_per_worker(),
+            Some(d) => {
+                (gpus.prefill_gpus_per_worker, gpus.decode_gpus_per_worker) = (d.prefill.gpus_per_worker(), d.decode.gpus_per_worker())
+            }
         }
-        sim.arrival_ms = arrival_ms;
-        sim.order = order;
+        if cfg.max_sim_time_ms.is_some() {
+            // Requests still running at the cut-off must leave no trace in the distributions:
+            // every token is listed with its request, and gaps count once it completes.
+            sim.collector.defer_gaps();
+            sim = sim.with_steady_tokens(false);
+        }
         Ok(sim)
     }
 
@@ -92,7 +110,8 @@ impl Simulation {
         let targets = (workers * launch.dp_size) as usize;
         let pool_index = fleet.pools.len();
         // Each pool draws its routing ties from its own stream of the scenario's seed.
-        let router = Router::new(cfg.router_mode, router_cfg, targets, launch.engine.block_size(), mix64(cfg.seed ^ pool_index as u64));
+        let router = Router::new(cfg.router_mode, router_cfg, targets, launch.engine.block_size(), mix64(cfg.seed ^ pool_index as u64))
+            .with_event_lag(cfg.kv_event_lag_ms);
         let profile = cfg.profiles.get(&launch.engine);
         for w in 0..workers {
             let group = fleet.workers.len();
@@ -154,6 +173,12 @@ impl Simulation {
         self
     }
 
+    /// Which per-request columns the report writes (the conformance cases' five by default).
+    pub fn with_columns(mut self, columns: Vec<Column>) -> Self {
+        self.columns = columns;
+        self
+    }
+
     /// Virtual time reached so far.
     pub fn now_ms(&self) -> f64 {
         self.now_ms
@@ -162,11 +187,11 @@ impl Simulation {
     /// Fraction of the run done, in [0, 1]: arrivals and completions, equally weighted.
     pub fn progress(&self) -> f64 {
         let n = self.workload.len() as f64;
-        (self.next_arrival as f64 + self.finished as f64) / (2.0 * n)
+        (self.driver.dispatched() as f64 + self.finished as f64) / (2.0 * n)
     }
 
     pub fn is_done(&self) -> bool {
-        self.next_arrival == self.order.len() && self.events.is_empty()
+        self.cut_off || self.driver.is_drained() && self.events.is_empty()
     }
 
     /// Runs to the end.
@@ -182,20 +207,32 @@ impl Simulation {
     /// Processes up to `max_timestamps` distinct timestamps; returns true when the run is over.
     pub fn advance(&mut self, max_timestamps: usize) -> bool {
         for _ in 0..max_timestamps {
+            if self.cut_off {
+                return true;
+            }
             let next_event = self.events.next_time();
-            let next_arrival = self.order.get(self.next_arrival).map(|&i| self.arrival_ms[i as usize]);
+            let next_arrival = self.driver.next_time();
             let t = match (next_event, next_arrival) {
                 (None, None) => {
                     self.end_stuck_requests();
-                    return true;
+                    // Requests that ended so may have sessions to go on with.
+                    if self.driver.is_drained() {
+                        return true;
+                    }
+                    continue;
                 }
                 (Some(e), None) => e,
                 (None, Some(a)) => a,
                 (Some(e), Some(a)) => e.min(a),
             };
+            if self.max_sim_time_ms.is_some_and(|cap| t > cap) {
+                self.cut_off = true;
+                return true;
+            }
             if self.checks {
                 assert!(t >= self.now_ms, "the clock went backwards: {} ms after {} ms", t, self.now_ms);
             }
+            self.count_worker_seconds(t);
             self.now_ms = t;
             while let Some(e) = self.events.pop_due(t) {
                 match e.kind {
@@ -238,13 +275,26 @@ impl Simulation {
         }
     }
 
+    /// Every provisioned worker counts for the time the clock advances to `t` (the report's
+    /// worker-seconds; aggregated workers count as decode workers, as in the reference).
+    fn count_worker_seconds(&mut self, t: f64) {
+        let dt = t - self.now_ms;
+        if dt <= 0.0 {
+            return;
+        }
+        for p in &self.fleet.pools {
+            let ws = p.workers as f64 * dt / 1000.0;
+            match p.role {
+                Role::Prefill => self.collector.fleet.prefill_worker_seconds += ws,
+                Role::Aggregated | Role::Decode => self.collector.fleet.decode_worker_seconds += ws,
+            }
+        }
+    }
+
     /// Routes the arrivals due by `t` (to the router's queue while every target is busy).
     fn route_arrivals(&mut self, t: f64) {
-        while let Some(&i) = self.order.get(self.next_arrival) {
-            if self.arrival_ms[i as usize] > t {
-                break;
-            }
-            self.next_arrival += 1;
+        while let Some((i, at)) = self.driver.pop_ready(t, &mut self.workload) {
+            self.collector.arrive(i, at, self.workload.input_length(i as usize));
             if let Some(h) = &mut self.handoff
                 && h.on_arrival(i, t, &mut self.fleet, &self.workload)
             {
@@ -296,12 +346,13 @@ impl Simulation {
     /// Ends the run (early, if it is not done: unfinished requests stay pending).
     pub fn finish(mut self) -> RunReport {
         self.settle_open_streaks();
-        if self.checks && self.is_done() {
+        if self.checks && self.is_done() && !self.cut_off {
             let lost: Vec<usize> =
                 self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
             assert!(lost.is_empty(), "requests never finished (trace lines {:?})", lost.iter().map(|i| i + 1).collect::<Vec<_>>());
         }
-        RunReport { collector: self.collector, timeseries: self.recorder.finish() }
+        let block_size = self.fleet.pools[Fleet::ENTRY].block_size;
+        RunReport { collector: self.collector, timeseries: self.recorder.finish(), columns: self.columns, block_size }
     }
 
     /// Sends request `i` to a rank of `pool`: prompt work for the aggregated and prefill
@@ -310,9 +361,11 @@ impl Simulation {
         let mut req = self.workload.request(i as usize, i as u64);
         let p = &mut self.fleet.pools[pool];
         let (hashes, full) = if p.router.is_kv_aware() { prompt_hashes(&req, p.block_size, &mut self.scratch) } else { (Vec::new(), 0) };
-        let query = RouteQuery { id: i as u64, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full };
+        let query =
+            RouteQuery { id: i as u64, now_ms: self.now_ms, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full };
         let placement = p.router.route(&query);
         let rank = p.rank_of(placement.target);
+        self.collector.records[i as usize].router_overlap_blocks = placement.overlap_blocks;
         if p.role == Role::Prefill {
             req.max_output = 1;
             if let Some(h) = &mut self.handoff {
@@ -452,7 +505,7 @@ impl Simulation {
         let role = self.fleet.pools[pool].role;
         let target = self.fleet.pools[pool].target_of(r);
         self.recorder.rank_metrics(r, t, &out.metrics);
-        self.fleet.pools[pool].router.apply_events(target, &out.kv_events);
+        self.fleet.pools[pool].router.apply_events(target, &out.kv_events, t);
         self.collector.committed_prefill_tokens += out.committed_prefill_tokens;
         for a in &out.admissions {
             self.collector.admit(a.id as u32, a.reused_tokens, role == Role::Decode, a.readmission);
@@ -517,6 +570,11 @@ impl Simulation {
                 self.fleet.pools[pool].router.prefill_done(id);
             }
             let Some(gap) = gap else { continue };
+            if self.collector.gaps_deferred() {
+                self.collector.request_gap(id as u32, gap);
+                self.recorder.gaps(t, gap, 1);
+                continue;
+            }
             match &mut run {
                 Some((g, n)) if *g == gap => *n += 1,
                 _ => {
@@ -547,5 +605,7 @@ impl Simulation {
             self.recorder.completed(t, self.collector.records[i as usize].input_length);
         }
         self.finished += 1;
+        let output_tokens = self.collector.records[i as usize].output_tokens;
+        self.driver.on_terminal(i, t, output_tokens, &mut self.workload);
     }
 }

@@ -1,9 +1,11 @@
 //! Plain-Rust conversions behind the JS handle: the page's uploads as the files a run reads,
 //! per-request records as columns, and the harness's time series as columns.
 
+use servesim_sim::build::parse_trace;
 use servesim_sim::report::timeseries::TimeSeries;
 use servesim_sim::report::{RequestRecord, Status};
-use servesim_sim::workload::{Workload, mooncake};
+use servesim_sim::workload::Workload;
+use servesim_sim::workload::mooncake::TraceOptions;
 use servesim_sim::{Files, SimError};
 
 /// A `read` for runs with no uploaded files.
@@ -23,15 +25,11 @@ impl Files for Uploads<'_> {
         (self.read)(name)
     }
 
-    fn trace(&mut self, name: &str, block_tokens: u32) -> Result<Workload, SimError> {
+    fn trace(&mut self, name: &str, opts: TraceOptions) -> Result<Workload, SimError> {
         let Some(bytes) = self.trace else {
             return Err(SimError::new(format!("workload.path: the trace `{name}` is not loaded (upload the file)")));
         };
-        match std::str::from_utf8(bytes) {
-            Ok(text) => mooncake::parse(text, block_tokens, name),
-            // Line by line, so the error names the line that is not UTF-8, as the native one does.
-            Err(_) => mooncake::parse_reader(bytes, block_tokens, name),
-        }
+        parse_trace(bytes, opts, name)
     }
 
     fn unnamed_trace(&self) -> Option<&str> {

@@ -164,7 +164,7 @@ impl Handoff {
     pub fn on_prefill_done(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload) {
         if self.destination_first {
             let (rank, resident) = self.destination[i as usize];
-            let prompt_len = workload.rows[i as usize].input_length;
+            let prompt_len = workload.input_length(i as usize);
             self.start_transfer(i, rank as usize, t, prompt_len, resident, fleet);
         } else {
             self.request_destination(i, t, fleet, workload);
@@ -218,8 +218,13 @@ impl Handoff {
         let req = workload.request(i as usize, i as u64);
         let p = &mut fleet.pools[self.decode_pool];
         let (hashes, full) = prompt_hashes(&req, p.block_size, &mut self.scratch);
-        let placement =
-            p.router.route(&RouteQuery { id: i as u64, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full });
+        let placement = p.router.route(&RouteQuery {
+            id: i as u64,
+            now_ms: t,
+            prompt_tokens: req.prompt.len(),
+            block_hashes: &hashes,
+            full_blocks: full,
+        });
         // A prompt no decode pool holds fails only once routed (a round-robin turn is spent).
         if req.prompt.len().div_ceil(p.block_size) > p.args.num_gpu_blocks {
             p.router.free(i as u64);
@@ -238,7 +243,7 @@ impl Handoff {
     /// once (and the prefill rank, if it holds the prompt, lets it go).
     fn fail(&mut self, i: u32, fleet: &mut Fleet, workload: &Workload) {
         let p = &fleet.pools[self.decode_pool];
-        let blocks = workload.rows[i as usize].input_length.div_ceil(p.block_size);
+        let blocks = workload.input_length(i as usize).div_ceil(p.block_size);
         let reason = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.args.num_gpu_blocks);
         self.decisions.push(Decision::Fail { request: i, reason });
         if let Some(&source) = self.source_rank.get(i as usize).filter(|&&r| r != u32::MAX) {

@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use servesim_engine::hash::mix64;
-use servesim_engine::kv::KvEvent;
+use servesim_engine::kv::{KvEvent, KvEventData};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -96,6 +96,9 @@ impl RouterConfig {
 /// What the router needs to know about an arriving request.
 pub struct RouteQuery<'a> {
     pub id: u64,
+    /// When the request is routed: KV events reach the router's indexer only `kv_event_lag_ms`
+    /// after they were published.
+    pub now_ms: f64,
     pub prompt_tokens: u32,
     /// Sequence hashes of the prompt's blocks (the last may be a partial block's unique id).
     pub block_hashes: &'a [u64],
@@ -136,6 +139,10 @@ pub struct Router {
     indexer: Indexer,
     loads: Vec<Load>,
     tracked: FxHashMap<u64, Tracked>,
+    /// How long KV events take to reach the indexer (Dynamo's `kv_event_lag_ms`), and those on
+    /// their way: (published at, target, event), in publication order.
+    event_lag_ms: f64,
+    in_transit: std::collections::VecDeque<(f64, u32, KvEventData)>,
 }
 
 impl Router {
@@ -150,7 +157,16 @@ impl Router {
             indexer: Indexer::default(),
             loads: vec![Load::default(); targets],
             tracked: FxHashMap::default(),
+            event_lag_ms: 0.0,
+            in_transit: Default::default(),
         }
+    }
+
+    /// KV events reach the indexer `lag_ms` after a pass publishes them (load tracking stays
+    /// immediate). They are delivered when the router next routes, if their time has come.
+    pub fn with_event_lag(mut self, lag_ms: f64) -> Self {
+        self.event_lag_ms = lag_ms;
+        self
     }
 
     /// Whether routing needs the request's block hashes and the engines' KV events.
@@ -174,6 +190,13 @@ impl Router {
     }
 
     pub fn route(&mut self, q: &RouteQuery) -> Placement {
+        while let Some(&(at, target, _)) = self.in_transit.front() {
+            if at + self.event_lag_ms > q.now_ms {
+                break;
+            }
+            let (_, _, data) = self.in_transit.pop_front().expect("peeked");
+            self.indexer.apply(target, &data);
+        }
         let placement = match self.mode {
             RouterMode::RoundRobin => {
                 let t = self.next;
@@ -280,10 +303,15 @@ impl Router {
         }
     }
 
-    /// KV events a target published at the end of a pass.
-    pub fn apply_events(&mut self, target: usize, events: &[KvEvent]) {
-        if self.wants_kv_events() {
-            for e in events {
+    /// KV events a target published at the end of a pass, at `now_ms`.
+    pub fn apply_events(&mut self, target: usize, events: &[KvEvent], now_ms: f64) {
+        if !self.wants_kv_events() {
+            return;
+        }
+        for e in events {
+            if self.event_lag_ms > 0.0 {
+                self.in_transit.push_back((now_ms, target as u32, e.data.clone()));
+            } else {
                 self.indexer.apply(target as u32, &e.data);
             }
         }
@@ -307,19 +335,19 @@ mod tests {
     fn a_stored_event_attracts_the_request_and_its_removal_releases_it() {
         let mut r = Router::new(RouterMode::KvRouter, RouterConfig::default(), 2, 16, 1);
         let hashes = [11, 12, 13, 14];
-        let q = |id| RouteQuery { id, prompt_tokens: 64, block_hashes: &hashes, full_blocks: 4 };
+        let q = |id| RouteQuery { id, now_ms: 0.0, prompt_tokens: 64, block_hashes: &hashes, full_blocks: 4 };
         // Cold: both cost the same; no cache anywhere.
         let stored = KvEventData::Stored {
             parent_hash: None,
             blocks: [11, 12, 13].iter().map(|&h| StoredBlock { block_hash: h, tokens_hash: h }).collect(),
         };
-        r.apply_events(1, &[ev(stored)]);
+        r.apply_events(1, &[ev(stored)], 0.0);
         for id in 0..5 {
             let p = r.route(&q(id));
             assert_eq!(p, Placement { target: 1, overlap_blocks: 3 }, "the cached prefix wins");
             r.free(id);
         }
-        r.apply_events(1, &[ev(KvEventData::Removed { block_hashes: vec![11] })]);
+        r.apply_events(1, &[ev(KvEventData::Removed { block_hashes: vec![11] })], 0.0);
         let mut seen = [0; 2];
         for id in 10..60 {
             let p = r.route(&q(id));
@@ -334,9 +362,9 @@ mod tests {
     fn load_moves_requests_away_and_is_released_on_lifecycle_edges() {
         let mut r = Router::new(RouterMode::KvRouter, RouterConfig::default(), 2, 16, 7);
         let a = [1u64, 2, 3, 4];
-        let p0 = r.route(&RouteQuery { id: 1, prompt_tokens: 64, block_hashes: &a, full_blocks: 4 });
+        let p0 = r.route(&RouteQuery { id: 1, now_ms: 0.0, prompt_tokens: 64, block_hashes: &a, full_blocks: 4 });
         let b = [5u64, 6, 7, 8];
-        let p1 = r.route(&RouteQuery { id: 2, prompt_tokens: 64, block_hashes: &b, full_blocks: 4 });
+        let p1 = r.route(&RouteQuery { id: 2, now_ms: 0.0, prompt_tokens: 64, block_hashes: &b, full_blocks: 4 });
         assert_ne!(p0.target, p1.target, "the loaded target costs more");
         r.prefill_done(1);
         r.free(1);
@@ -346,7 +374,7 @@ mod tests {
 
     #[test]
     fn round_robin_and_random_are_deterministic() {
-        let q = RouteQuery { id: 0, prompt_tokens: 1, block_hashes: &[], full_blocks: 0 };
+        let q = RouteQuery { id: 0, now_ms: 0.0, prompt_tokens: 1, block_hashes: &[], full_blocks: 0 };
         let mut rr = Router::new(RouterMode::RoundRobin, RouterConfig::default(), 3, 16, 0);
         assert_eq!((0..6).map(|_| rr.route(&q).target).collect::<Vec<_>>(), vec![0, 1, 2, 0, 1, 2]);
         let pick = |seed| {

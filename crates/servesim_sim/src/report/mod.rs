@@ -6,7 +6,8 @@ mod sketch;
 mod stats;
 pub mod timeseries;
 
-pub use run::RunReport;
+pub use run::{Column, RunReport};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 pub use sketch::DdSketch;
@@ -48,6 +49,82 @@ pub struct RequestRecord {
     pub readmissions: u32,
     pub status: Status,
     pub worker: u32,
+    /// Leading prompt blocks the router believed its chosen worker cached (KV-aware routing).
+    pub router_overlap_blocks: u32,
+}
+
+impl RequestRecord {
+    /// Whether the request has arrived (a cut-off run may end before some do).
+    pub fn arrived(&self) -> bool {
+        !self.arrival_ms.is_nan()
+    }
+}
+
+/// Per-request service-level thresholds (the reference's `sla_*_ms`): a completed request is
+/// "good" when every one that is set holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sla {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_ms: Option<f64>,
+}
+
+impl Sla {
+    pub fn is_set(&self) -> bool {
+        self.ttft_ms.is_some() || self.itl_ms.is_some() || self.e2e_ms.is_some()
+    }
+
+    pub fn is_unset(&self) -> bool {
+        !self.is_set()
+    }
+
+    /// Checks the values the way the reference does; `prefix` names where they were given
+    /// (`replay.sla_` or `slo.`).
+    pub fn validate(&self, prefix: &str) -> Result<(), String> {
+        for (name, v) in [("ttft_ms", self.ttft_ms), ("itl_ms", self.itl_ms), ("e2e_ms", self.e2e_ms)] {
+            if let Some(v) = v
+                && !(v.is_finite() && v > 0.0)
+            {
+                return Err(format!("{prefix}{name} must be a finite, positive number, got {v}"));
+            }
+        }
+        if self.e2e_ms.is_some() && (self.ttft_ms.is_some() || self.itl_ms.is_some()) {
+            return Err(format!("{prefix}e2e_ms cannot be combined with {prefix}ttft_ms or {prefix}itl_ms (as in Dynamo's replay)"));
+        }
+        Ok(())
+    }
+
+    /// Whether a completed request met every threshold: TTFT and E2E (to its last token) at
+    /// most their bounds, and its mean inter-token latency too when it has two tokens or more.
+    /// One with no token meets only an E2E-only SLA, by its end.
+    fn is_good(&self, r: &RequestRecord) -> bool {
+        let Some(first) = r.first_token_ms else {
+            return self.ttft_ms.is_none()
+                && self.itl_ms.is_none()
+                && self.e2e_ms.is_some_and(|b| r.end_ms.unwrap_or(f64::INFINITY) - r.arrival_ms <= b);
+        };
+        let last = r.last_token_ms.unwrap_or(first);
+        let (ttft, e2e) = (first - r.arrival_ms, last - r.arrival_ms);
+        let itl_ok = match self.itl_ms {
+            Some(b) if r.output_tokens > 1 => (e2e - ttft) / (r.output_tokens - 1) as f64 <= b,
+            _ => true,
+        };
+        self.ttft_ms.is_none_or(|b| ttft <= b) && self.e2e_ms.is_none_or(|b| e2e <= b) && itl_ok
+    }
+}
+
+/// What the report says about the cluster's hardware: provisioned worker-seconds and GPUs per
+/// worker, by pool (aggregated workers count as decode workers, as in the reference).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fleet {
+    pub prefill_worker_seconds: f64,
+    pub decode_worker_seconds: f64,
+    pub prefill_gpus_per_worker: u32,
+    pub decode_gpus_per_worker: u32,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -58,17 +135,44 @@ pub struct Collector {
     itl: Sketched,
     per_user_tps: Sketched,
     pub committed_prefill_tokens: u64,
+    /// Requests that have arrived.
+    pub arrived: usize,
+    pub sla: Sla,
+    pub fleet: Fleet,
+    /// A run that may be cut off: inter-token gaps count only once their request completes
+    /// (held here until then), as the reference's distributions cover completed requests only.
+    deferred_gaps: Option<FxHashMap<u32, Vec<f64>>>,
 }
 
 impl Collector {
-    pub fn new() -> Self {
-        Self::default()
+    /// A collector for `n` requests, none arrived yet.
+    pub fn new(n: usize) -> Self {
+        let mut c = Collector::default();
+        c.records.reserve_exact(n);
+        for _ in 0..n {
+            c.push_record();
+        }
+        c
     }
 
-    pub fn arrive(&mut self, arrival_ms: f64, input_length: u32) -> u32 {
+    /// Inter-token gaps wait for their request to complete before they count (a run that may
+    /// be cut off with requests in flight).
+    pub fn defer_gaps(&mut self) {
+        self.deferred_gaps = Some(FxHashMap::default());
+    }
+
+    /// Request `i` arrives at `arrival_ms` with a prompt of `input_length` tokens.
+    pub fn arrive(&mut self, i: u32, arrival_ms: f64, input_length: u32) {
+        let r = &mut self.records[i as usize];
+        r.arrival_ms = arrival_ms;
+        r.input_length = input_length;
+        self.arrived += 1;
+    }
+
+    fn push_record(&mut self) {
         self.records.push(RequestRecord {
-            arrival_ms,
-            input_length,
+            arrival_ms: f64::NAN,
+            input_length: 0,
             first_token_ms: None,
             last_token_ms: None,
             end_ms: None,
@@ -81,8 +185,8 @@ impl Collector {
             status: Status::Pending,
             worker: 0,
             ttst_ms: None,
+            router_overlap_blocks: 0,
         });
-        (self.records.len() - 1) as u32
     }
 
     /// An admission reusing `reused` cached tokens, on a decode worker (`decode_side`: the
@@ -128,6 +232,17 @@ impl Collector {
         r.last_token_ms = Some(last_ms);
     }
 
+    /// Request `i`'s inter-token gap (in a run whose gaps are deferred; see `defer_gaps`).
+    pub fn request_gap(&mut self, i: u32, gap: f64) {
+        if let Some(d) = &mut self.deferred_gaps {
+            d.entry(i).or_default().push(gap);
+        }
+    }
+
+    pub fn gaps_deferred(&self) -> bool {
+        self.deferred_gaps.is_some()
+    }
+
     /// `n` inter-token gaps of `gap` ms.
     pub fn gaps(&mut self, gap: f64, n: u64) {
         self.itl.add_n(gap, n);
@@ -143,6 +258,13 @@ impl Collector {
         if let Some(reason) = reason {
             self.reasons.push((i, reason));
         }
+        if let Some(gaps) = self.deferred_gaps.as_mut().and_then(|d| d.remove(&i))
+            && status == Status::Completed
+        {
+            for gap in gaps {
+                self.gaps(gap, 1);
+            }
+        }
     }
 
     /// The summary, with the reference replay's keys and definitions.
@@ -151,7 +273,8 @@ impl Collector {
         let mut rejected = 0u64;
         let mut unschedulable = 0u64;
         let mut last_end: f64 = 0.0;
-        let first_arrival = self.records.iter().map(|r| r.arrival_ms).fold(f64::INFINITY, f64::min);
+        let first_arrival = self.records.iter().filter(|r| r.arrived()).map(|r| r.arrival_ms).fold(f64::INFINITY, f64::min);
+        let mut good = (0u64, 0u64);
         for r in &self.records {
             match r.status {
                 Status::Completed => {}
@@ -168,13 +291,17 @@ impl Collector {
             reused += r.reused_input_tokens.max(r.decode_reused_tokens) as u64;
             first_reused += r.first_admission_reused_tokens.unwrap_or(0) as u64;
             last_end = last_end.max(r.end_ms.unwrap_or(0.0));
+            if self.sla.is_set() && self.sla.is_good(r) {
+                good.0 += 1;
+                good.1 += r.output_tokens as u64;
+            }
         }
         let duration = if completed == 0 || !first_arrival.is_finite() { 0.0 } else { last_end - first_arrival };
         let per_s = |x: u64| if duration > 0.0 { x as f64 / (duration / 1000.0) } else { 0.0 };
         let ratio = |x: u64| if input > 0 { x as f64 / input as f64 } else { 0.0 };
 
         let mut m = Map::new();
-        m.insert("num_requests".into(), self.records.len().into());
+        m.insert("num_requests".into(), self.arrived.into());
         m.insert("completed_requests".into(), completed.into());
         m.insert("rejected_requests".into(), rejected.into());
         m.insert("unschedulable_requests".into(), unschedulable.into());
@@ -186,6 +313,19 @@ impl Collector {
         m.insert("input_throughput_tok_s".into(), num(per_s(input)));
         m.insert("output_throughput_tok_s".into(), num(per_s(output)));
         m.insert("total_throughput_tok_s".into(), num(per_s(input + output)));
+        let f = &self.fleet;
+        m.insert("prefill_worker_seconds".into(), num(f.prefill_worker_seconds));
+        m.insert("decode_worker_seconds".into(), num(f.decode_worker_seconds));
+        m.insert("prefill_gpus_per_worker".into(), f.prefill_gpus_per_worker.into());
+        m.insert("decode_gpus_per_worker".into(), f.decode_gpus_per_worker.into());
+        let gpu_seconds =
+            f.prefill_worker_seconds * f.prefill_gpus_per_worker as f64 + f.decode_worker_seconds * f.decode_gpus_per_worker as f64;
+        m.insert("gpu_hours".into(), num(gpu_seconds / 3600.0));
+        if self.sla.is_set() {
+            m.insert("goodput_completed_requests".into(), good.0.into());
+            m.insert("goodput_request_throughput_rps".into(), num(per_s(good.0)));
+            m.insert("goodput_output_throughput_tok_s".into(), num(per_s(good.1)));
+        }
         m.insert("processed_tokens".into(), (input + output).into());
         m.insert("prefix_cache_reused_ratio".into(), num(ratio(reused)));
         m.insert("first_admission_prefix_cache_reused_ratio".into(), num(ratio(first_reused)));

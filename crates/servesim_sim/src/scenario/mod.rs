@@ -4,6 +4,8 @@
 
 use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
+pub use crate::report::Sla;
+use crate::workload::TraceFormat;
 use crate::workload::synthetic::SyntheticSpec;
 use serde::{Deserialize, Serialize};
 use servesim_engine::WorkerType;
@@ -27,6 +29,15 @@ pub struct SimConfig {
     pub timeseries_interval_ms: f64,
     /// NPZ profiles the engines name, loaded by `build` (the harness reads no files itself).
     pub profiles: crate::build::Profiles,
+    /// Closed loop: at most this many sessions in flight (arrivals then come from the load,
+    /// not the trace's timestamps).
+    pub concurrency: Option<u32>,
+    /// Per-request service levels: the report's goodput.
+    pub sla: Sla,
+    /// KV events reach a KV-aware router's indexer this much later (ms).
+    pub kv_event_lag_ms: f64,
+    /// Virtual time at which the run stops (ms): only what happened by then is reported.
+    pub max_sim_time_ms: Option<f64>,
 }
 
 /// Disaggregated serving: prompts run on the prefill pool, their KV moves to the decode pool.
@@ -83,6 +94,20 @@ impl SimConfig {
         if !(self.arrival_speedup_ratio.is_finite() && self.arrival_speedup_ratio > 0.0) {
             return Err(SimError::new("arrival_speedup_ratio must be a positive number"));
         }
+        if self.concurrency == Some(0) {
+            return Err(SimError::new("concurrency must be at least 1"));
+        }
+        if !(self.kv_event_lag_ms.is_finite() && self.kv_event_lag_ms >= 0.0) {
+            return Err(SimError::new("kv_event_lag_ms must be finite and non-negative"));
+        }
+        if self.kv_event_lag_ms > 0.0 && self.router_mode != RouterMode::KvRouter {
+            return Err(SimError::new("kv_event_lag_ms applies only to router_mode kv_router"));
+        }
+        if let Some(t) = self.max_sim_time_ms
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(SimError::new("max_sim_time_ms must be finite and non-negative"));
+        }
         Ok(())
     }
 }
@@ -112,6 +137,13 @@ pub struct Scenario {
     pub cluster: ClusterSpec,
     #[serde(default)]
     pub workload: WorkloadSpec,
+    /// Per-request service levels (a completed request is good when each one set holds):
+    /// the report's goodput.
+    #[serde(default, skip_serializing_if = "Sla::is_unset")]
+    pub slo: Sla,
+    /// Virtual time at which the run stops (ms): only what happened by then is reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sim_time_ms: Option<f64>,
     /// Window of the time series, in virtual ms.
     #[serde(default = "interval")]
     pub timeseries_interval_ms: f64,
@@ -130,6 +162,9 @@ pub struct ClusterSpec {
     /// Engine arguments of the prefill / decode pools (default: `engine`).
     pub prefill_engine: Option<EngineArgs>,
     pub decode_engine: Option<EngineArgs>,
+    /// KV events reach the KV-aware router's indexer this much later (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_event_lag_ms: Option<f64>,
 }
 
 impl Default for ClusterSpec {
@@ -142,6 +177,7 @@ impl Default for ClusterSpec {
             num_decode_workers: 0,
             prefill_engine: None,
             decode_engine: None,
+            kv_event_lag_ms: None,
         }
     }
 }
@@ -151,16 +187,25 @@ impl Default for ClusterSpec {
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum WorkloadSpec {
     Synthetic(SyntheticSpec),
-    /// A Mooncake JSONL trace: `path` (relative to the scenario file) natively, or an
-    /// uploaded file in the page.
+    /// A trace: `path` (relative to the scenario file) natively, or an uploaded file in the
+    /// page; Mooncake JSONL unless `format` says otherwise.
     Trace {
         #[serde(default)]
         path: Option<String>,
+        #[serde(default, skip_serializing_if = "is_mooncake")]
+        format: TraceFormat,
         #[serde(default = "trace_block")]
         trace_block_size: u32,
         #[serde(default = "speedup")]
         arrival_speedup_ratio: f64,
+        /// Closed loop: at most this many sessions in flight (timestamps are not used).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        concurrency: Option<u32>,
     },
+}
+
+fn is_mooncake(f: &TraceFormat) -> bool {
+    *f == TraceFormat::Mooncake
 }
 
 impl Default for WorkloadSpec {
@@ -226,10 +271,11 @@ impl Scenario {
     }
 
     pub fn config(&self) -> Result<SimConfig, SimError> {
-        let speed = match &self.workload {
-            WorkloadSpec::Trace { arrival_speedup_ratio, .. } => *arrival_speedup_ratio,
-            WorkloadSpec::Synthetic(_) => 1.0,
+        let (speed, concurrency) = match &self.workload {
+            WorkloadSpec::Trace { arrival_speedup_ratio, concurrency, .. } => (*arrival_speedup_ratio, *concurrency),
+            WorkloadSpec::Synthetic(s) => (1.0, s.concurrency),
         };
+        self.slo.validate("slo.").map_err(SimError::new)?;
         let c = &self.cluster;
         let launch = LaunchConfig { engine: self.engine.clone(), dp_size: self.dp_size, tensor_parallel_size: self.tensor_parallel_size };
         let disagg = match (c.num_prefill_workers, c.num_decode_workers) {
@@ -258,6 +304,10 @@ impl Scenario {
             seed: self.seed,
             timeseries_interval_ms: self.timeseries_interval_ms,
             profiles: Default::default(),
+            concurrency,
+            sla: self.slo,
+            kv_event_lag_ms: c.kv_event_lag_ms.unwrap_or(0.0),
+            max_sim_time_ms: self.max_sim_time_ms,
         };
         cfg.validate()?;
         Ok(cfg)

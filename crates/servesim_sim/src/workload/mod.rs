@@ -1,21 +1,110 @@
 //! Workloads: what arrives, when, with which prompt. A workload is a list of [`TraceRow`]s
 //! (Mooncake's shape: a prompt is a chain of hash ids, each standing for `block_tokens`
-//! identical tokens), read from a trace or generated from a seeded synthetic spec.
+//! identical tokens), read from a trace or generated from a seeded synthetic spec, plus, when
+//! rows are turns of multi-turn sessions, their [`Sessions`]. The [`driver`] decides when each
+//! row arrives (open or closed loop).
 
+pub mod driver;
+pub mod formats;
 pub mod mooncake;
 pub mod synthetic;
 
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 use servesim_engine::{Prompt, Request};
+
+/// A trace's format (`trace_format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TraceFormat {
+    #[default]
+    #[serde(rename = "mooncake")]
+    Mooncake,
+    #[serde(rename = "mooncake-delta", alias = "mooncake_delta")]
+    MooncakeDelta,
+    #[serde(rename = "applied_compute_agentic")]
+    AppliedComputeAgentic,
+    #[serde(rename = "dynamo")]
+    Dynamo,
+}
+
+impl TraceFormat {
+    pub fn parse(name: &str) -> Result<TraceFormat, String> {
+        match name {
+            "mooncake" => Ok(TraceFormat::Mooncake),
+            "mooncake-delta" | "mooncake_delta" => Ok(TraceFormat::MooncakeDelta),
+            "applied_compute_agentic" => Ok(TraceFormat::AppliedComputeAgentic),
+            "dynamo" => Ok(TraceFormat::Dynamo),
+            "agentic_mooncake" | "agentic-mooncake" | "weka" => {
+                Err(format!("`{name}` traces need an agentic execution model, which servesim does not simulate"))
+            }
+            other => Err(format!("unknown `{other}`, expected mooncake, mooncake-delta, applied_compute_agentic or dynamo")),
+        }
+    }
+
+    /// Whether replaying it needs a closed loop (its sessions carry no start times).
+    pub fn needs_closed_loop(self) -> bool {
+        self == TraceFormat::AppliedComputeAgentic
+    }
+}
 
 /// One request of a workload. Hash ids live in the workload's shared id pool.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceRow {
-    /// Arrival in ms, as given (normalised later).
+    /// Arrival in ms, as given (normalised later); NaN when the row has none (a later turn,
+    /// or a closed-loop trace).
     pub timestamp: f64,
     pub input_length: u32,
     pub output_length: u32,
     ids_start: u32,
     ids_len: u32,
+}
+
+/// Rows that are turns of sessions: a later turn arrives when the previous one ends, plus its
+/// think time. Absent when every row is a request of its own.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Sessions {
+    /// Per session, in order of first appearance: its name (`session_id`, or `request_<line>`).
+    pub names: Vec<String>,
+    /// Per session: its first row.
+    pub first: Vec<u32>,
+    /// Per row: its session.
+    pub session: Vec<u32>,
+    /// Per row: its turn, from 0.
+    pub turn: Vec<u32>,
+    /// Per row: the next turn's row, or `u32::MAX` for a session's last.
+    pub next: Vec<u32>,
+    /// Per row: think time before it, in ms, after the previous turn ends (0 for first turns).
+    pub delay_ms: Vec<f64>,
+    /// Per session: its latest row so far (while rows are added).
+    last: Vec<u32>,
+}
+
+impl Sessions {
+    /// Adds `row` (the next row of the workload) as the next turn of session `s`, a new
+    /// session named `name` when `s` is the number of sessions so far; `delay_ms` is its
+    /// think time (0 for a first turn).
+    pub fn push(&mut self, s: u32, name: impl FnOnce() -> String, row: u32, delay_ms: f64) {
+        debug_assert_eq!(row as usize, self.session.len(), "rows are added in order");
+        let turn = if s as usize == self.names.len() {
+            self.names.push(name());
+            self.first.push(row);
+            self.last.push(row);
+            0
+        } else {
+            let prev = std::mem::replace(&mut self.last[s as usize], row);
+            self.next[prev as usize] = row;
+            self.turn[prev as usize] + 1
+        };
+        self.session.push(s);
+        self.turn.push(turn);
+        self.next.push(u32::MAX);
+        self.delay_ms.push(delay_ms);
+    }
+
+    /// Whether some session has more than one turn.
+    pub fn multi_turn(&self) -> bool {
+        self.next.iter().any(|&n| n != u32::MAX)
+    }
 }
 
 /// Rows plus the flat pool of their hash ids (one allocation for the whole trace).
@@ -26,11 +115,18 @@ pub struct Workload {
     ids: Vec<u32>,
     /// Tokens each hash id stands for.
     pub block_tokens: u32,
+    pub sessions: Option<Sessions>,
+    /// A later turn's row holds only the new part of its prompt: the request's prompt is the
+    /// session's history (earlier prompts and the outputs they generated) plus it
+    /// (`mooncake-delta`).
+    pub cumulative: bool,
+    /// Prompts built when their request was dispatched (cumulative sessions), by row.
+    prompts: FxHashMap<u32, Prompt>,
 }
 
 impl Workload {
     pub fn new(block_tokens: u32) -> Self {
-        Workload { rows: Vec::new(), ids: Vec::new(), block_tokens }
+        Workload { block_tokens, ..Workload::default() }
     }
 
     pub fn push(&mut self, timestamp: f64, input_length: u32, output_length: u32, hash_ids: &[u64]) {
@@ -61,16 +157,43 @@ impl Workload {
         (times, order)
     }
 
-    /// The engine request for row `i`: each hash id becomes `block_tokens` copies of itself
-    /// (as a u32 token), truncated to the input length.
-    pub fn request(&self, i: usize, id: u64) -> Request {
+    /// The prompt runs row `i` itself describes: each hash id becomes `block_tokens` copies of
+    /// itself (as a u32 token), truncated to the input length.
+    pub fn own_runs(&self, i: usize) -> impl Iterator<Item = (u32, u32)> + '_ {
         let row = &self.rows[i];
         let mut left = row.input_length;
-        let runs = self.hash_ids(row).iter().map(|&h| {
+        self.hash_ids(row).iter().map(move |&h| {
             let n = self.block_tokens.min(left);
             left -= n;
             (h, n)
-        });
-        Request { id, prompt: Prompt::from_runs(runs), max_output: row.output_length }
+        })
+    }
+
+    /// The engine request for row `i`.
+    pub fn request(&self, i: usize, id: u64) -> Request {
+        let row = &self.rows[i];
+        let prompt = match self.prompts.get(&(i as u32)) {
+            Some(p) => p.clone(),
+            None => Prompt::from_runs(self.own_runs(i)),
+        };
+        Request { id, prompt, max_output: row.output_length }
+    }
+
+    /// Row `i`'s request takes `prompt` (its session's history and its own part).
+    pub fn set_prompt(&mut self, i: u32, prompt: Prompt) {
+        self.prompts.insert(i, prompt);
+    }
+
+    /// The prompt length of row `i`'s request (its history included, once dispatched).
+    pub fn input_length(&self, i: usize) -> u32 {
+        match self.prompts.get(&(i as u32)) {
+            Some(p) => p.len(),
+            None => self.rows[i].input_length,
+        }
+    }
+
+    /// Row `i`'s request has ended: its built prompt is not needed any more.
+    pub fn drop_prompt(&mut self, i: u32) {
+        self.prompts.remove(&i);
     }
 }

@@ -1,7 +1,7 @@
 //! Seeded synthetic workloads: an arrival process, normal input/output lengths and optional
 //! shared-prefix groups (DynoSim's `SyntheticTraceSpec`, in servesim's own schema).
 
-use super::Workload;
+use super::{Sessions, Workload};
 use crate::SimError;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -46,6 +46,26 @@ pub struct SyntheticSpec {
     /// Tokens per prompt block (the prefix-sharing granularity).
     pub block_tokens: u32,
     pub seed: u64,
+    /// Turns of each conversation (1: every request stands alone). A later turn's prompt is
+    /// the conversation so far (earlier prompts and their outputs) plus `input_tokens` new
+    /// tokens; it arrives `think_time_ms` after the previous turn ends. `num_requests` counts
+    /// turns; the arrival process starts conversations.
+    #[serde(skip_serializing_if = "is_one")]
+    pub turns_per_session: u32,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub think_time_ms: f64,
+    /// Closed loop: this many users, each holding one conversation at a time and starting the
+    /// next as soon as it ends (the arrival process is then not used).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Default for SyntheticSpec {
@@ -61,6 +81,9 @@ impl Default for SyntheticSpec {
             num_prefix_groups: 0,
             block_tokens: 64,
             seed: 42,
+            turns_per_session: 1,
+            think_time_ms: 0.0,
+            concurrency: None,
         }
     }
 }
@@ -91,6 +114,15 @@ impl SyntheticSpec {
         if self.num_prefix_groups > 1000 {
             return bad("num_prefix_groups", "must be at most 1000");
         }
+        if self.turns_per_session == 0 || self.turns_per_session > 1000 {
+            return bad("turns_per_session", "must be within 1..=1000");
+        }
+        if !(self.think_time_ms.is_finite() && self.think_time_ms >= 0.0) {
+            return bad("think_time_ms", "must be a non-negative number");
+        }
+        if self.concurrency == Some(0) {
+            return bad("concurrency", "must be at least 1");
+        }
         Ok(())
     }
 
@@ -104,7 +136,23 @@ impl SyntheticSpec {
         // Ids become u32 tokens: group prefixes below 2^31, unique blocks from 2^31 up.
         let mut next_id: u64 = 1 << 31;
         let mut ids = Vec::new();
+        let turns = self.turns_per_session;
+        let mut sessions = Sessions::default();
         for i in 0..self.num_requests {
+            let (session, turn) = (i / turns, i % turns);
+            if turn > 0 {
+                // A later turn: only its new input (the driver prepends the conversation).
+                let isl = sample_length(&mut rng, self.input_tokens);
+                let osl = sample_length(&mut rng, self.output_tokens);
+                ids.clear();
+                while (ids.len() as u32) < isl.div_ceil(self.block_tokens) {
+                    next_id += 1;
+                    ids.push(next_id);
+                }
+                sessions.push(session, String::new, i, self.think_time_ms);
+                w.push(f64::NAN, isl, osl, &ids);
+                continue;
+            }
             if i > 0 {
                 t += match self.arrival {
                     Arrival::Burst => 0.0,
@@ -126,7 +174,14 @@ impl SyntheticSpec {
                 next_id += 1;
                 ids.push(next_id);
             }
+            if turns > 1 {
+                sessions.push(session, || format!("conversation_{session}"), i, 0.0);
+            }
             w.push(t, isl, osl, &ids);
+        }
+        if turns > 1 {
+            w.sessions = Some(sessions);
+            w.cumulative = true;
         }
         Ok(w)
     }

@@ -3,6 +3,7 @@
 
 mod common;
 mod conformance;
+mod dynosim;
 mod kvbm;
 mod proptest_indexer;
 mod reference_aborts;
