@@ -181,6 +181,10 @@ pub struct LaunchConfig {
     /// roofline times passes with its own `tp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensor_parallel_size: Option<u32>,
+    /// Seconds a worker added during the run takes to become ready (Dynamo's top-level
+    /// `startup_time`; absent or 0: ready at once). Only the harness reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_time: Option<f64>,
 }
 
 fn default_backend() -> Backend {
@@ -234,7 +238,7 @@ impl Default for EngineArgs {
 
 impl Default for LaunchConfig {
     fn default() -> Self {
-        LaunchConfig { engine: EngineArgs::default(), dp_size: 1, tensor_parallel_size: None }
+        LaunchConfig { engine: EngineArgs::default(), dp_size: 1, tensor_parallel_size: None, startup_time: None }
     }
 }
 
@@ -263,6 +267,11 @@ impl LaunchConfig {
     pub fn validate(&self) -> Result<(), ArgsError> {
         if self.dp_size == 0 {
             return Err(ArgsError("dp_size must be positive".into()));
+        }
+        if let Some(s) = self.startup_time
+            && !(s.is_finite() && s >= 0.0)
+        {
+            return Err(ArgsError("startup_time must be finite and non-negative".into()));
         }
         if let Some(tp) = self.tensor_parallel_size {
             if tp == 0 {

@@ -15,5 +15,5 @@ pub use args::{ArgsError, Backend, EngineArgs, LaunchConfig, WorkerType};
 pub use engine::Engine;
 pub use metrics::RankMetrics;
 pub use sched::contract::{HandOff, RankSetup, Scheduler};
-pub use sched::output::{Admission, Finished, Outcome, PassOutput, Reservation};
+pub use sched::output::{Admission, Finished, ForwardPassMetrics, Outcome, PassOutput, Reservation};
 pub use sequence::{Prompt, Request};

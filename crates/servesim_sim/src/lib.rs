@@ -5,6 +5,7 @@
 pub mod build;
 pub mod cluster;
 mod error;
+pub mod planner;
 mod queue;
 pub mod replay;
 pub mod report;

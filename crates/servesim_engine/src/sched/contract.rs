@@ -47,6 +47,9 @@ pub trait Scheduler: HandOff + std::fmt::Debug {
         None
     }
 
+    /// Fills `PassOutput::fpm` in every pass (off by default: it walks the waiting queue).
+    fn set_forward_pass_metrics(&mut self, on: bool);
+
     /// Reports steady tokens as a count (`PassOutput::steady_tokens`) instead of listing
     /// them; cores that have no such shortcut list every token.
     fn set_steady_tokens(&mut self, _on: bool) {}

@@ -2,8 +2,10 @@
 //! worker a group of data-parallel ranks, each rank one engine core.
 
 use super::router::Router;
-use servesim_engine::{Engine, EngineArgs, PassOutput};
+use servesim_engine::perf::interpolated::Profile;
+use servesim_engine::{Engine, EngineArgs, LaunchConfig, PassOutput};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// Which pool a rank serves in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,28 +29,40 @@ impl Role {
 pub(crate) struct Pool {
     pub role: Role,
     pub router: Router,
-    /// Global index of the pool's first rank; its ranks are contiguous, worker by worker.
-    pub first_rank: usize,
-    pub workers: usize,
+    /// Its workers (global indices) in id order: every worker it ever had.
+    pub workers: Vec<usize>,
+    /// Routing target → global rank.
+    pub target_rank: Vec<usize>,
     pub dp_size: usize,
     pub block_size: u32,
     pub max_num_batched_tokens: u64,
-    pub args: EngineArgs,
+    /// What its workers run (new workers are built from it), and their timing profile.
+    pub launch: LaunchConfig,
+    pub profile: Option<Arc<Profile>>,
+    /// A new worker takes this long to become ready (ms; Dynamo's `startup_time`).
+    pub startup_ms: f64,
     /// Requests held by the router while every target is busy (FCFS).
     pub queued: VecDeque<u32>,
 }
 
 impl Pool {
-    /// Routing target k is rank k / workers of worker k mod workers (targets cycle through
-    /// the workers first, as the reference's round robin does).
     pub fn rank_of(&self, target: usize) -> usize {
-        self.first_rank + (target % self.workers) * self.dp_size + target / self.workers
+        self.target_rank[target]
     }
 
-    pub fn target_of(&self, rank: usize) -> usize {
-        let i = rank - self.first_rank;
-        (i % self.dp_size) * self.workers + i / self.dp_size
+    pub fn args(&self) -> &EngineArgs {
+        &self.launch.engine
     }
+}
+
+/// Where a worker is in its life: it serves only while active; a draining one finishes what
+/// it has and takes nothing new.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WorkerState {
+    Starting,
+    Active,
+    Draining,
+    Removed,
 }
 
 /// A worker's data-parallel ranks step together: a pass starts on every rank with work at
@@ -56,6 +70,17 @@ impl Pool {
 pub(crate) struct Worker {
     pub ranks: std::ops::Range<usize>,
     pub busy: bool,
+    pub pool: usize,
+    /// Its id within its pool (ids are never reused).
+    pub id: u32,
+    pub state: WorkerState,
+}
+
+impl Worker {
+    /// Whether it counts as provisioned (for worker-seconds).
+    pub fn live(&self) -> bool {
+        self.state != WorkerState::Removed
+    }
 }
 
 /// One engine core (a worker's data-parallel rank).
@@ -74,6 +99,8 @@ pub(crate) struct Rank {
     /// Its pass just ended with nothing running and requests queued: the next pass, at the
     /// same instant, begins as an idle pass (see `Simulation::idle_pass`).
     pub idle_pass: bool,
+    /// Its routing target in its pool.
+    pub target: usize,
 }
 
 /// Every pool, worker and rank of the cluster.

@@ -110,7 +110,7 @@ pub(crate) struct Handoff {
 impl Handoff {
     pub fn new(fleet: &Fleet, prefill_pool: usize, decode_pool: usize, requests: usize, destination_first: bool) -> Self {
         Handoff {
-            transfer: TransferArgs::of(&fleet.pools[prefill_pool].args),
+            transfer: TransferArgs::of(&fleet.pools[prefill_pool].launch.engine),
             destination_first,
             prefill_pool,
             decode_pool,
@@ -138,6 +138,16 @@ impl Handoff {
         }
         self.request_destination(i, t, fleet, workload);
         true
+    }
+
+    /// The cluster grew to `n` ranks (a worker was added).
+    pub fn add_ranks(&mut self, n: usize) {
+        self.ranks.resize_with(n, RankState::default);
+    }
+
+    /// The requests waiting for a reservation on rank `r`.
+    pub fn waiting_reservations(&self, r: usize) -> Vec<u32> {
+        self.ranks.get(r).map_or(Vec::new(), |s| s.reservations.clone())
     }
 
     /// Request `i`'s prompt goes to prefill rank `rank`, which will hold its KV.
@@ -226,7 +236,7 @@ impl Handoff {
             full_blocks: full,
         });
         // A prompt no decode pool holds fails only once routed (a round-robin turn is spent).
-        if req.prompt.len().div_ceil(p.block_size) > p.args.num_gpu_blocks {
+        if req.prompt.len().div_ceil(p.block_size) > p.launch.engine.num_gpu_blocks {
             p.router.free(i as u64);
             self.fail(i, fleet, workload);
             return;
@@ -244,7 +254,7 @@ impl Handoff {
     fn fail(&mut self, i: u32, fleet: &mut Fleet, workload: &Workload) {
         let p = &fleet.pools[self.decode_pool];
         let blocks = workload.input_length(i as usize).div_ceil(p.block_size);
-        let reason = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.args.num_gpu_blocks);
+        let reason = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.launch.engine.num_gpu_blocks);
         self.decisions.push(Decision::Fail { request: i, reason });
         if let Some(&source) = self.source_rank.get(i as usize).filter(|&&r| r != u32::MAX) {
             fleet.ranks[source as usize].engine.release_source(i as u64);

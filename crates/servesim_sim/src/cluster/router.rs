@@ -17,7 +17,7 @@ use servesim_engine::kv::{KvEvent, KvEventData};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RouterMode {
-    /// The k-th arrival goes to target k mod n.
+    /// Ready workers in turn (by id), each cycling through its DP ranks.
     RoundRobin,
     /// A uniformly random target, from the scenario's seed.
     Random,
@@ -143,10 +143,29 @@ pub struct Router {
     /// their way: (published at, target, event), in publication order.
     event_lag_ms: f64,
     in_transit: std::collections::VecDeque<(f64, u32, KvEventData)>,
+    /// Workers as groups of targets (their DP ranks), in id order: whether each takes
+    /// requests (ready, not draining), and its next rank for the round robin.
+    groups: Vec<Group>,
+    /// Per target: whether its worker takes requests.
+    eligible: Vec<bool>,
+    /// Round robin over every rank of the ready workers in turn (worker by worker), instead
+    /// of over the workers (each cycling through its ranks): the reference's prefill and
+    /// decode pools rotate so.
+    rank_major_rotation: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Group {
+    targets: Vec<usize>,
+    ready: bool,
+    next_rank: usize,
 }
 
 impl Router {
-    pub fn new(mode: RouterMode, cfg: RouterConfig, targets: usize, block_size: u32, seed: u64) -> Self {
+    /// A router over `workers` workers of `dp_size` ranks each: target `d × workers + w` is
+    /// rank `d` of worker `w`.
+    pub fn new(mode: RouterMode, cfg: RouterConfig, workers: usize, dp_size: usize, block_size: u32, seed: u64) -> Self {
+        let targets = workers * dp_size;
         Router {
             mode,
             cfg,
@@ -159,6 +178,40 @@ impl Router {
             tracked: FxHashMap::default(),
             event_lag_ms: 0.0,
             in_transit: Default::default(),
+            groups: (0..workers)
+                .map(|w| Group { targets: (0..dp_size).map(|d| d * workers + w).collect(), ready: true, next_rank: 0 })
+                .collect(),
+            eligible: vec![true; targets],
+            rank_major_rotation: false,
+        }
+    }
+
+    /// The round robin visits every rank of each ready worker in turn (disaggregated pools).
+    pub fn rotating_ranks(mut self) -> Self {
+        self.rank_major_rotation = true;
+        self
+    }
+
+    /// A new worker of `dp_size` ranks (not ready yet): its targets, numbered after the others.
+    pub fn add_worker(&mut self, dp_size: usize) -> Vec<usize> {
+        let targets: Vec<usize> = (self.targets..self.targets + dp_size).collect();
+        self.targets += dp_size;
+        self.loads.resize_with(self.targets, Load::default);
+        self.eligible.resize(self.targets, false);
+        self.groups.push(Group { targets: targets.clone(), ready: false, next_rank: 0 });
+        targets
+    }
+
+    /// Worker `w` (by its place among the workers) starts or stops taking requests (it became
+    /// ready; it drains or is gone). A worker that leaves forgets its round-robin rank.
+    pub fn set_ready(&mut self, w: usize, ready: bool) {
+        let g = &mut self.groups[w];
+        g.ready = ready;
+        if !ready {
+            g.next_rank = 0;
+        }
+        for &t in &g.targets {
+            self.eligible[t] = ready;
         }
     }
 
@@ -183,7 +236,7 @@ impl Router {
         match self.cfg.router_queue_threshold {
             Some(q) if self.is_kv_aware() => {
                 let limit = q * max_num_batched_tokens as f64;
-                self.loads.iter().all(|l| l.prefill_tokens as f64 > limit)
+                self.loads.iter().zip(&self.eligible).all(|(l, &e)| !e || l.prefill_tokens as f64 > limit)
             }
             _ => false,
         }
@@ -198,12 +251,16 @@ impl Router {
             self.indexer.apply(target, &data);
         }
         let placement = match self.mode {
-            RouterMode::RoundRobin => {
-                let t = self.next;
-                self.next = (self.next + 1) % self.targets;
-                Placement { target: t, overlap_blocks: 0 }
+            RouterMode::RoundRobin => self.round_robin(),
+            RouterMode::Random => {
+                let target = if self.eligible.iter().all(|&e| e) {
+                    self.rng.random_range(0..self.targets)
+                } else {
+                    let open: Vec<usize> = (0..self.targets).filter(|&t| self.eligible[t]).collect();
+                    open[self.rng.random_range(0..open.len())]
+                };
+                Placement { target, overlap_blocks: 0 }
             }
-            RouterMode::Random => Placement { target: self.rng.random_range(0..self.targets), overlap_blocks: 0 },
             RouterMode::KvRouter => self.route_kv(q),
         };
         if self.is_kv_aware() {
@@ -231,11 +288,30 @@ impl Router {
         self.cfg.prefill_load_scale * adjusted + decode
     }
 
+    /// The next ready worker after the last one chosen (by position among the ready ones),
+    /// on its next DP rank.
+    fn round_robin(&mut self) -> Placement {
+        if self.rank_major_rotation {
+            let ranks: Vec<usize> = self.groups.iter().filter(|g| g.ready).flat_map(|g| g.targets.iter().copied()).collect();
+            let i = self.next % ranks.len();
+            self.next = i + 1;
+            return Placement { target: ranks[i], overlap_blocks: 0 };
+        }
+        let ready: Vec<usize> = (0..self.groups.len()).filter(|&g| self.groups[g].ready).collect();
+        let i = self.next % ready.len();
+        self.next = i + 1;
+        let g = &mut self.groups[ready[i]];
+        let target = g.targets[g.next_rank % g.targets.len()];
+        g.next_rank += 1;
+        Placement { target, overlap_blocks: 0 }
+    }
+
     fn route_kv(&mut self, q: &RouteQuery) -> Placement {
         let full = &q.block_hashes[..q.full_blocks as usize];
         let overlaps: Vec<u32> =
             (0..self.targets).map(|t| if self.cfg.overlap_score_credit > 0.0 { self.indexer.overlap(t as u32, full) } else { 0 }).collect();
-        let costs: Vec<f64> = (0..self.targets).map(|t| self.cost(t, q, overlaps[t])).collect();
+        let costs: Vec<f64> =
+            (0..self.targets).map(|t| if self.eligible[t] { self.cost(t, q, overlaps[t]) } else { f64::INFINITY }).collect();
         let target = if self.cfg.router_temperature > 0.0 {
             self.sample_softmax(&costs)
         } else {
@@ -247,6 +323,12 @@ impl Router {
     }
 
     fn sample_softmax(&mut self, costs: &[f64]) -> usize {
+        if costs.iter().any(|c| c.is_infinite()) {
+            // Some workers take no requests: sample among those that do.
+            let open: Vec<usize> = (0..costs.len()).filter(|&t| costs[t].is_finite()).collect();
+            let sub: Vec<f64> = open.iter().map(|&t| costs[t]).collect();
+            return open[self.sample_softmax(&sub)];
+        }
         let (lo, hi) = costs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &c| (a.min(c), b.max(c)));
         if hi == lo {
             return self.rng.random_range(0..costs.len());
@@ -333,7 +415,7 @@ mod tests {
 
     #[test]
     fn a_stored_event_attracts_the_request_and_its_removal_releases_it() {
-        let mut r = Router::new(RouterMode::KvRouter, RouterConfig::default(), 2, 16, 1);
+        let mut r = Router::new(RouterMode::KvRouter, RouterConfig::default(), 2, 1, 16, 1);
         let hashes = [11, 12, 13, 14];
         let q = |id| RouteQuery { id, now_ms: 0.0, prompt_tokens: 64, block_hashes: &hashes, full_blocks: 4 };
         // Cold: both cost the same; no cache anywhere.
@@ -360,7 +442,7 @@ mod tests {
 
     #[test]
     fn load_moves_requests_away_and_is_released_on_lifecycle_edges() {
-        let mut r = Router::new(RouterMode::KvRouter, RouterConfig::default(), 2, 16, 7);
+        let mut r = Router::new(RouterMode::KvRouter, RouterConfig::default(), 2, 1, 16, 7);
         let a = [1u64, 2, 3, 4];
         let p0 = r.route(&RouteQuery { id: 1, now_ms: 0.0, prompt_tokens: 64, block_hashes: &a, full_blocks: 4 });
         let b = [5u64, 6, 7, 8];
@@ -375,10 +457,10 @@ mod tests {
     #[test]
     fn round_robin_and_random_are_deterministic() {
         let q = RouteQuery { id: 0, now_ms: 0.0, prompt_tokens: 1, block_hashes: &[], full_blocks: 0 };
-        let mut rr = Router::new(RouterMode::RoundRobin, RouterConfig::default(), 3, 16, 0);
+        let mut rr = Router::new(RouterMode::RoundRobin, RouterConfig::default(), 3, 1, 16, 0);
         assert_eq!((0..6).map(|_| rr.route(&q).target).collect::<Vec<_>>(), vec![0, 1, 2, 0, 1, 2]);
         let pick = |seed| {
-            let mut r = Router::new(RouterMode::Random, RouterConfig::default(), 4, 16, seed);
+            let mut r = Router::new(RouterMode::Random, RouterConfig::default(), 4, 1, 16, seed);
             (0..20).map(|_| r.route(&q).target).collect::<Vec<_>>()
         };
         assert_eq!(pick(3), pick(3));

@@ -68,6 +68,8 @@ pub struct RunReport {
     pub columns: Vec<Column>,
     /// Tokens per KV block of the routed pool (to turn the router's overlap into tokens).
     pub block_size: u32,
+    /// Scaling during the run (planner ticks, events, lifecycle operations), if any.
+    pub scaling: Option<crate::planner::ScalingRecord>,
 }
 
 impl RunReport {
@@ -116,6 +118,10 @@ impl RunReport {
             write!(w, ",\"not_completed\":")?;
             serde_json::to_writer(&mut *w, &list)?;
         }
+        if let Some(s) = &self.scaling {
+            write!(w, ",\"planner\":")?;
+            serde_json::to_writer(&mut *w, &s.to_json())?;
+        }
         w.write_all(b"}\n")
     }
 
@@ -141,6 +147,9 @@ impl RunReport {
         });
         if let Some(list) = self.to_json_not_completed() {
             v["not_completed"] = list;
+        }
+        if let Some(s) = &self.scaling {
+            v["planner"] = s.to_json();
         }
         v
     }

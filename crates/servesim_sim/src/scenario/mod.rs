@@ -38,6 +38,8 @@ pub struct SimConfig {
     pub kv_event_lag_ms: f64,
     /// Virtual time at which the run stops (ms): only what happened by then is reported.
     pub max_sim_time_ms: Option<f64>,
+    /// Pools that grow and shrink during the run: a planner in the loop, or a script.
+    pub scaling: Option<crate::planner::config::Scaling>,
 }
 
 /// Disaggregated serving: prompts run on the prefill pool, their KV moves to the decode pool.
@@ -133,6 +135,15 @@ pub struct Scenario {
     /// GPUs each data-parallel rank spans (see `LaunchConfig::tensor_parallel_size`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensor_parallel_size: Option<u32>,
+    /// Seconds a worker added during the run takes to become ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_time: Option<f64>,
+    /// A planner in the loop (Dynamo's `planner_config` keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner: Option<serde_json::Value>,
+    /// Or a script of pool sizes: `[{"at_s", "pool", "count"}]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<Vec<crate::planner::config::ScriptStep>>,
     #[serde(default)]
     pub cluster: ClusterSpec,
     #[serde(default)]
@@ -270,6 +281,30 @@ impl Scenario {
         Ok(s)
     }
 
+    /// The planner or the script, checked against the cluster.
+    fn scaling_policy(&self, disaggregated: bool) -> Result<Option<crate::planner::config::Scaling>, SimError> {
+        use crate::planner::config::{Mode, PlannerConfig, Scaling};
+        match (&self.planner, &self.scaling) {
+            (Some(_), Some(_)) => Err(SimError::new("planner and scaling: choose one (a planner in the loop, or a script)")),
+            (Some(p), None) => {
+                let cfg = PlannerConfig::from_json(p, "planner")?;
+                if (cfg.mode == Mode::Disagg) != disaggregated {
+                    return Err(SimError::new(format!(
+                        "planner.mode: `{}` does not fit this cluster ({})",
+                        if cfg.mode == Mode::Disagg { "disagg" } else { "agg" },
+                        if disaggregated { "prefill and decode pools" } else { "aggregated workers" }
+                    )));
+                }
+                Ok(Some(Scaling::Planner(cfg)))
+            }
+            (None, Some(steps)) => {
+                Scaling::check_script(steps, disaggregated)?;
+                Ok(Some(Scaling::Script(steps.clone())))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
     pub fn config(&self) -> Result<SimConfig, SimError> {
         let (speed, concurrency) = match &self.workload {
             WorkloadSpec::Trace { arrival_speedup_ratio, concurrency, .. } => (*arrival_speedup_ratio, *concurrency),
@@ -277,7 +312,12 @@ impl Scenario {
         };
         self.slo.validate("slo.").map_err(SimError::new)?;
         let c = &self.cluster;
-        let launch = LaunchConfig { engine: self.engine.clone(), dp_size: self.dp_size, tensor_parallel_size: self.tensor_parallel_size };
+        let launch = LaunchConfig {
+            engine: self.engine.clone(),
+            dp_size: self.dp_size,
+            tensor_parallel_size: self.tensor_parallel_size,
+            startup_time: self.startup_time,
+        };
         let disagg = match (c.num_prefill_workers, c.num_decode_workers) {
             (0, 0) => None,
             (p, d) if p > 0 && d > 0 => {
@@ -285,6 +325,7 @@ impl Scenario {
                     engine: e.clone().unwrap_or_else(|| self.engine.clone()),
                     dp_size: self.dp_size,
                     tensor_parallel_size: self.tensor_parallel_size,
+                    startup_time: self.startup_time,
                 };
                 Some(Disagg::new(pool(&c.prefill_engine), pool(&c.decode_engine), p, d))
             }
@@ -294,6 +335,7 @@ impl Scenario {
                 ));
             }
         };
+        let disaggregated = disagg.is_some();
         let cfg = SimConfig {
             launch,
             num_workers: c.num_workers,
@@ -308,6 +350,7 @@ impl Scenario {
             sla: self.slo,
             kv_event_lag_ms: c.kv_event_lag_ms.unwrap_or(0.0),
             max_sim_time_ms: self.max_sim_time_ms,
+            scaling: self.scaling_policy(disaggregated)?,
         };
         cfg.validate()?;
         Ok(cfg)

@@ -10,7 +10,7 @@ use crate::kv::{BlockPool, EventSink, Pool, SlotId};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
 use crate::sched::contract::{RankSetup, Scheduler};
-use crate::sched::output::{Admission, Finished, Outcome, PassOutput};
+use crate::sched::output::{Admission, Finished, ForwardPassMetrics, Outcome, PassOutput};
 use crate::sequence::{Request, Sequence};
 use std::collections::{HashMap, VecDeque};
 
@@ -45,6 +45,8 @@ struct PrefixHit {
 struct Chunk {
     seq: u32,
     tokens: u32,
+    /// The sequence's length when it was scheduled (prompt and tokens generated so far).
+    seq_len: u32,
     /// Prompt tokens present after the chunk, and before it (cached or computed earlier).
     prompt_after: u32,
     prompt_before: u32,
@@ -81,6 +83,8 @@ pub struct VllmCore {
     spare_slots: Vec<SlotId>,
     /// Count steady tokens instead of listing them (see `PassOutput::steady_tokens`).
     steady_tokens: bool,
+    /// Fill each pass's forward-pass metrics (a planner reads them).
+    fpm: bool,
     /// Positions in `running` of requests that finished this pass, ascending.
     done: Vec<u32>,
     /// A prefill worker's finished prompts, by request id: their KV stays held (allocated
@@ -138,6 +142,7 @@ impl VllmCore {
             run_scratch: Vec::new(),
             spare_slots: Vec::new(),
             steady_tokens: false,
+            fpm: false,
             done: Vec::new(),
             held: HashMap::new(),
             reserved: HashMap::new(),
@@ -340,7 +345,8 @@ impl VllmCore {
             return false;
         }
         seq.num_computed += 1;
-        self.chunks.push(Chunk { seq: s, tokens: 1, prompt_after: prompt_len, prompt_before: prompt_len });
+        let seq_len = seq.len();
+        self.chunks.push(Chunk { seq: s, tokens: 1, seq_len, prompt_after: prompt_len, prompt_before: prompt_len });
         self.out.scheduled_tokens += 1;
         *budget -= 1;
         true
@@ -411,7 +417,8 @@ impl VllmCore {
         }
         seq.num_computed = before + desired;
         self.make_visible(s, full);
-        let chunk = Chunk { seq: s, tokens: desired, prompt_after: (before + desired).min(prompt_len), prompt_before };
+        let seq_len = self.seq(s).len();
+        let chunk = Chunk { seq: s, tokens: desired, seq_len, prompt_after: (before + desired).min(prompt_len), prompt_before };
         if chunk.has_prompt() {
             self.out.committed_prefill_tokens += desired as u64;
         }
@@ -475,6 +482,30 @@ impl VllmCore {
             self.pool.release(b);
         }
         seq.blocks.clear();
+    }
+
+    /// The pass as scheduled: its prefill chunks and decodes, and who waits (never admitted:
+    /// their prompt; preempted: their sequence; transferred here: their prompt).
+    fn forward_pass_metrics(&self) -> ForwardPassMetrics {
+        let mut m = ForwardPassMetrics::default();
+        for c in &self.chunks {
+            if c.has_prompt() {
+                m.prefill(c.tokens, c.prompt_before);
+            } else {
+                m.decode(c.seq_len);
+            }
+        }
+        for &s in &self.waiting {
+            let seq = self.seq(s);
+            if seq.prefilled {
+                m.queued_decode(seq.prompt_len());
+            } else if seq.admissions > 0 {
+                m.queued_decode(seq.len());
+            } else {
+                m.queued_prefill(seq.prompt_len());
+            }
+        }
+        m
     }
 
     /// Times the pass (its tokens are emitted by then, `batch` requests with `context` tokens
@@ -618,6 +649,9 @@ impl Scheduler for VllmCore {
         if !preempted {
             self.admit_waiting(&mut budget);
         }
+        if self.fpm {
+            self.out.fpm = self.forward_pass_metrics();
+        }
 
         let (admitted_batch, admitted_context) = self.emit_tokens(admitted_from);
         self.finish_pass(batch + admitted_batch, context + admitted_context);
@@ -681,6 +715,10 @@ impl Scheduler for VllmCore {
             return Err(format!("requests hold {held} blocks but {} are active", self.pool.active()));
         }
         Ok(())
+    }
+
+    fn set_forward_pass_metrics(&mut self, on: bool) {
+        self.fpm = on;
     }
 
     fn set_steady_tokens(&mut self, on: bool) {

@@ -1,13 +1,17 @@
 //! The discrete-event loop: one virtual clock; engine passes, KV transfers and arrivals as
 //! events. At each timestamp, pass completions are applied first (their KV events reach the
-//! router), then finished transfers, then arrivals are routed; then every idle worker with
-//! work starts its next pass. A pass's effects are stamped at its end, so an arrival exactly
-//! at a pass end joins the next pass.
+//! router), then finished transfers, then workers that finished starting become ready, then
+//! arrivals are routed; then every idle worker with work starts its next pass; then drained
+//! workers go, and last a planner tick scales the pools (`scaling.rs`). A pass's effects are
+//! stamped at its end, so an arrival exactly at a pass end joins the next pass.
+
+mod scaling;
 
 use crate::SimError;
-use crate::cluster::fleet::{Fleet, Pool, Rank, Role, Worker};
+use crate::cluster::fleet::{Fleet, Pool, Rank, Role, Worker, WorkerState};
 use crate::cluster::handoff::{Decision, Handoff, prompt_hashes};
 use crate::cluster::{RouteQuery, Router, RouterConfig};
+use crate::planner::Planner;
 use crate::queue::{EventKind, EventQueue};
 use crate::report::timeseries::Recorder;
 use crate::report::{Collector, Column, RunReport, Status};
@@ -40,6 +44,12 @@ pub struct Simulation {
     /// It stopped there, with work left.
     cut_off: bool,
     columns: Vec<Column>,
+    /// Engines count steady tokens (off when a run may be cut off).
+    steady_tokens: bool,
+    /// Scaling during the run (a planner or a script), and workers about to become ready
+    /// (time, worker), in time order.
+    planner: Option<Planner>,
+    starting: Vec<(f64, usize)>,
 }
 
 impl Simulation {
@@ -67,6 +77,9 @@ impl Simulation {
             max_sim_time_ms: cfg.max_sim_time_ms,
             cut_off: false,
             columns: Column::DEFAULT.to_vec(),
+            steady_tokens: cfg.max_sim_time_ms.is_none(),
+            planner: cfg.scaling.clone().map(Planner::new),
+            starting: Vec::new(),
             workload,
         };
         sim.collector.sla = cfg.sla;
@@ -92,8 +105,8 @@ impl Simulation {
             // Requests still running at the cut-off must leave no trace in the distributions:
             // every token is listed with its request, and gaps count once it completes.
             sim.collector.defer_gaps();
-            sim = sim.with_steady_tokens(false);
         }
+        sim.init_planner();
         Ok(sim)
     }
 
@@ -106,47 +119,70 @@ impl Simulation {
         router_cfg: RouterConfig,
     ) -> Result<(), SimError> {
         let fleet = &mut self.fleet;
-        let first_rank = fleet.ranks.len();
-        let targets = (workers * launch.dp_size) as usize;
-        let pool_index = fleet.pools.len();
+        let pool = fleet.pools.len();
+        let dp = launch.dp_size as usize;
         // Each pool draws its routing ties from its own stream of the scenario's seed.
-        let router = Router::new(cfg.router_mode, router_cfg, targets, launch.engine.block_size(), mix64(cfg.seed ^ pool_index as u64))
+        let seed = mix64(cfg.seed ^ pool as u64);
+        let mut router = Router::new(cfg.router_mode, router_cfg, workers as usize, dp, launch.engine.block_size(), seed)
             .with_event_lag(cfg.kv_event_lag_ms);
-        let profile = cfg.profiles.get(&launch.engine);
-        for w in 0..workers {
-            let group = fleet.workers.len();
-            let start = fleet.ranks.len();
-            for dp in 0..launch.dp_size {
-                let setup =
-                    RankSetup { dp_rank: dp, dp_size: launch.dp_size, emit_events: router.wants_kv_events(), profile: profile.clone() };
-                let mut engine = Engine::new(&launch.engine, &setup)?;
-                engine.set_steady_tokens(true);
-                fleet.ranks.push(Rank {
-                    engine,
-                    pool: pool_index,
-                    worker: w,
-                    group,
-                    stepped: false,
-                    pending: PassOutput::default(),
-                    last_pass_end_ms: 0.0,
-                    idle_pass: false,
-                });
-                self.recorder.add_rank(role.name(), w, dp);
-            }
-            fleet.workers.push(Worker { ranks: start..fleet.ranks.len(), busy: false });
+        if role != Role::Aggregated {
+            router = router.rotating_ranks();
         }
         fleet.pools.push(Pool {
             role,
             router,
-            first_rank,
-            workers: workers as usize,
-            dp_size: launch.dp_size as usize,
+            workers: Vec::new(),
+            target_rank: vec![usize::MAX; workers as usize * dp],
+            dp_size: dp,
             block_size: launch.engine.block_size(),
             max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(u64::MAX, u64::from),
-            args: launch.engine.clone(),
+            launch: launch.clone(),
+            profile: cfg.profiles.get(&launch.engine),
+            startup_ms: launch.startup_time.unwrap_or(0.0) * 1000.0,
             queued: Default::default(),
         });
+        for w in 0..workers as usize {
+            // Initial targets are rank-major: rank d of worker w is target d × workers + w.
+            let targets = (0..dp).map(|d| d * workers as usize + w).collect();
+            self.spawn_worker(pool, targets, WorkerState::Active)?;
+        }
         Ok(())
+    }
+
+    /// Builds a worker of `pool` (its engines, one per DP rank, on `targets`) in `state`;
+    /// returns its global index.
+    fn spawn_worker(&mut self, pool: usize, targets: Vec<usize>, state: WorkerState) -> Result<usize, SimError> {
+        let fleet = &mut self.fleet;
+        let p = &fleet.pools[pool];
+        let id = p.workers.len() as u32;
+        let (role, launch, profile, emit_events) = (p.role, p.launch.clone(), p.profile.clone(), p.router.wants_kv_events());
+        let group = fleet.workers.len();
+        let start = fleet.ranks.len();
+        for (dp, &target) in targets.iter().enumerate() {
+            let setup = RankSetup { dp_rank: dp as u32, dp_size: launch.dp_size, emit_events, profile: profile.clone() };
+            let mut engine = Engine::new(&launch.engine, &setup)?;
+            engine.set_steady_tokens(self.steady_tokens);
+            engine.set_forward_pass_metrics(self.planner.is_some());
+            fleet.ranks.push(Rank {
+                engine,
+                pool,
+                worker: id,
+                group,
+                stepped: false,
+                pending: PassOutput::default(),
+                last_pass_end_ms: 0.0,
+                idle_pass: false,
+                target,
+            });
+            fleet.pools[pool].target_rank[target] = fleet.ranks.len() - 1;
+            self.recorder.add_rank(role.name(), id, dp as u32);
+        }
+        fleet.workers.push(Worker { ranks: start..fleet.ranks.len(), busy: false, pool, id, state });
+        fleet.pools[pool].workers.push(group);
+        if let Some(h) = &mut self.handoff {
+            h.add_ranks(fleet.ranks.len());
+        }
+        Ok(group)
     }
 
     /// Checks invariants after every pass — blocks balance in every rank (every 64th pass
@@ -167,6 +203,7 @@ impl Simulation {
     /// Whether engines count their steady tokens instead of listing them (on by default;
     /// the records come out the same either way, which tests check).
     pub fn with_steady_tokens(mut self, on: bool) -> Self {
+        self.steady_tokens = on;
         for rank in &mut self.fleet.ranks {
             rank.engine.set_steady_tokens(on);
         }
@@ -191,7 +228,13 @@ impl Simulation {
     }
 
     pub fn is_done(&self) -> bool {
-        self.cut_off || self.driver.is_drained() && self.events.is_empty()
+        self.cut_off || self.quiescent()
+    }
+
+    /// No request work is left: every arrival has come and nothing runs or moves. Workers
+    /// about to become ready and planner ticks do not keep a run going.
+    fn quiescent(&self) -> bool {
+        self.driver.is_drained() && self.events.is_empty()
     }
 
     /// Runs to the end.
@@ -225,6 +268,8 @@ impl Simulation {
                 (None, Some(a)) => a,
                 (Some(e), Some(a)) => e.min(a),
             };
+            // While work is left, workers becoming ready and planner ticks are visited too.
+            let t = t.min(self.next_lifecycle_ms());
             if self.max_sim_time_ms.is_some_and(|cap| t > cap) {
                 self.cut_off = true;
                 return true;
@@ -240,6 +285,7 @@ impl Simulation {
                     EventKind::TransferDone { request, rank } => self.transfer_done(request, rank as usize, t),
                 }
             }
+            self.workers_ready(t);
             // Disaggregated serving: ranks whose pass just ended start their next one before
             // the arrivals of this instant are routed (an arrival exactly at a prefill pass end
             // waits a pass there; aggregated, it joins). Measured on the reference.
@@ -250,6 +296,10 @@ impl Simulation {
                 self.start_passes(t);
                 self.route_arrivals(t);
                 self.start_passes(t);
+            }
+            if self.planner.is_some() {
+                self.settle_drains(t);
+                self.planner_tick(t);
             }
         }
         self.is_done()
@@ -283,7 +333,8 @@ impl Simulation {
             return;
         }
         for p in &self.fleet.pools {
-            let ws = p.workers as f64 * dt / 1000.0;
+            let live = p.workers.iter().filter(|&&w| self.fleet.workers[w].live()).count();
+            let ws = live as f64 * dt / 1000.0;
             match p.role {
                 Role::Prefill => self.collector.fleet.prefill_worker_seconds += ws,
                 Role::Aggregated | Role::Decode => self.collector.fleet.decode_worker_seconds += ws,
@@ -352,7 +403,8 @@ impl Simulation {
             assert!(lost.is_empty(), "requests never finished (trace lines {:?})", lost.iter().map(|i| i + 1).collect::<Vec<_>>());
         }
         let block_size = self.fleet.pools[Fleet::ENTRY].block_size;
-        RunReport { collector: self.collector, timeseries: self.recorder.finish(), columns: self.columns, block_size }
+        let scaling = self.planner.map(|p| p.record);
+        RunReport { collector: self.collector, timeseries: self.recorder.finish(), columns: self.columns, block_size, scaling }
     }
 
     /// Sends request `i` to a rank of `pool`: prompt work for the aggregated and prefill
@@ -503,9 +555,12 @@ impl Simulation {
         }
         let pool = self.fleet.ranks[r].pool;
         let role = self.fleet.pools[pool].role;
-        let target = self.fleet.pools[pool].target_of(r);
+        let target = self.fleet.ranks[r].target;
         self.recorder.rank_metrics(r, t, &out.metrics);
         self.fleet.pools[pool].router.apply_events(target, &out.kv_events, t);
+        if self.planner.is_some() {
+            self.publish_fpm(r, out.fpm, t);
+        }
         self.collector.committed_prefill_tokens += out.committed_prefill_tokens;
         for a in &out.admissions {
             self.collector.admit(a.id as u32, a.reused_tokens, role == Role::Decode, a.readmission);
@@ -523,7 +578,7 @@ impl Simulation {
                 self.collector.steady_tokens(i, f.steady_tokens, last);
             }
             self.fleet.pools[pool].router.free(f.id);
-            if role == Role::Aggregated && self.fleet.pools[pool].args.worker_type == WorkerType::Prefill {
+            if role == Role::Aggregated && self.fleet.pools[pool].args().worker_type == WorkerType::Prefill {
                 // A prefill-type engine outside a disaggregated pool: nothing takes its KV.
                 self.fleet.ranks[r].engine.release_source(f.id);
             }
