@@ -11,6 +11,7 @@ pub mod replay;
 pub mod report;
 pub mod scenario;
 pub mod sim;
+pub mod sweep;
 pub mod workload;
 
 pub use build::{BuildOptions, DirFiles, Files, Input, Interval, MemFiles, Profiles, build};

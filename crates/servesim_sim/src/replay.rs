@@ -3,7 +3,7 @@
 
 use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
-use crate::report::{Column, Sla};
+use crate::report::{Column, Sla, Slo};
 use crate::scenario::{Disagg, SimConfig};
 use crate::workload::TraceFormat;
 use crate::workload::mooncake::TraceOptions;
@@ -175,7 +175,7 @@ impl Case {
             timeseries_interval_ms: r.timeseries_interval_ms.unwrap_or(1000.0),
             profiles: Default::default(),
             concurrency: r.replay_concurrency,
-            sla,
+            slo: Slo { ttft_ms: sla.ttft_ms, itl_ms: sla.itl_ms, e2e_ms: sla.e2e_ms, ..Slo::default() },
             kv_event_lag_ms: r.kv_event_lag_ms.unwrap_or(0.0),
             max_sim_time_ms: r.max_sim_time_ms,
             scaling: scaling_of(r, disagg_mode)?,

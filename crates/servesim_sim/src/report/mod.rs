@@ -3,6 +3,7 @@
 
 mod run;
 mod sketch;
+mod slo;
 mod stats;
 pub mod timeseries;
 
@@ -11,6 +12,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 pub use sketch::DdSketch;
+pub use slo::Slo;
 use stats::{Samples, Sketched, num};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -125,6 +127,8 @@ pub struct Fleet {
     pub decode_worker_seconds: f64,
     pub prefill_gpus_per_worker: u32,
     pub decode_gpus_per_worker: u32,
+    /// GPUs of the cluster as it starts.
+    pub total_gpus: u32,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -137,7 +141,8 @@ pub struct Collector {
     pub committed_prefill_tokens: u64,
     /// Requests that have arrived.
     pub arrived: usize,
-    pub sla: Sla,
+    /// The objective: per-request thresholds (the goodput) and percentile bounds.
+    pub slo: Slo,
     pub fleet: Fleet,
     /// A run that may be cut off: inter-token gaps count only once their request completes
     /// (held here until then), as the reference's distributions cover completed requests only.
@@ -275,6 +280,7 @@ impl Collector {
         let mut last_end: f64 = 0.0;
         let first_arrival = self.records.iter().filter(|r| r.arrived()).map(|r| r.arrival_ms).fold(f64::INFINITY, f64::min);
         let mut good = (0u64, 0u64);
+        let sla = self.slo.sla();
         for r in &self.records {
             match r.status {
                 Status::Completed => {}
@@ -291,7 +297,7 @@ impl Collector {
             reused += r.reused_input_tokens.max(r.decode_reused_tokens) as u64;
             first_reused += r.first_admission_reused_tokens.unwrap_or(0) as u64;
             last_end = last_end.max(r.end_ms.unwrap_or(0.0));
-            if self.sla.is_set() && self.sla.is_good(r) {
+            if sla.is_set() && sla.is_good(r) {
                 good.0 += 1;
                 good.1 += r.output_tokens as u64;
             }
@@ -321,7 +327,9 @@ impl Collector {
         let gpu_seconds =
             f.prefill_worker_seconds * f.prefill_gpus_per_worker as f64 + f.decode_worker_seconds * f.decode_gpus_per_worker as f64;
         m.insert("gpu_hours".into(), num(gpu_seconds / 3600.0));
-        if self.sla.is_set() {
+        m.insert("total_gpus".into(), f.total_gpus.into());
+        m.insert("gpu_seconds".into(), num(gpu_seconds));
+        if sla.is_set() {
             m.insert("goodput_completed_requests".into(), good.0.into());
             m.insert("goodput_request_throughput_rps".into(), num(per_s(good.0)));
             m.insert("goodput_output_throughput_tok_s".into(), num(per_s(good.1)));
@@ -348,6 +356,10 @@ impl Collector {
         self.itl.write(&mut m, "itl_ms");
         samples(&e2e).write(&mut m, "e2e_latency_ms");
         self.per_user_tps.write(&mut m, "output_token_throughput_per_user");
+        if self.slo.is_set() {
+            let met = self.slo.met(&m);
+            m.insert("meets_slo".into(), met.into());
+        }
         m
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
-pub use crate::report::Sla;
+pub use crate::report::{Sla, Slo};
 use crate::workload::TraceFormat;
 use crate::workload::synthetic::SyntheticSpec;
 use serde::{Deserialize, Serialize};
@@ -32,8 +32,8 @@ pub struct SimConfig {
     /// Closed loop: at most this many sessions in flight (arrivals then come from the load,
     /// not the trace's timestamps).
     pub concurrency: Option<u32>,
-    /// Per-request service levels: the report's goodput.
-    pub sla: Sla,
+    /// Service levels: per-request thresholds (the report's goodput) and percentile bounds.
+    pub slo: Slo,
     /// KV events reach a KV-aware router's indexer this much later (ms).
     pub kv_event_lag_ms: f64,
     /// Virtual time at which the run stops (ms): only what happened by then is reported.
@@ -150,8 +150,8 @@ pub struct Scenario {
     pub workload: WorkloadSpec,
     /// Per-request service levels (a completed request is good when each one set holds):
     /// the report's goodput.
-    #[serde(default, skip_serializing_if = "Sla::is_unset")]
-    pub slo: Sla,
+    #[serde(default, skip_serializing_if = "Slo::is_unset")]
+    pub slo: Slo,
     /// Virtual time at which the run stops (ms): only what happened by then is reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_sim_time_ms: Option<f64>,
@@ -347,7 +347,7 @@ impl Scenario {
             timeseries_interval_ms: self.timeseries_interval_ms,
             profiles: Default::default(),
             concurrency,
-            sla: self.slo,
+            slo: self.slo,
             kv_event_lag_ms: c.kv_event_lag_ms.unwrap_or(0.0),
             max_sim_time_ms: self.max_sim_time_ms,
             scaling: self.scaling_policy(disaggregated)?,

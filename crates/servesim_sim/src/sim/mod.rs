@@ -82,7 +82,7 @@ impl Simulation {
             starting: Vec::new(),
             workload,
         };
-        sim.collector.sla = cfg.sla;
+        sim.collector.slo = cfg.slo;
         match &cfg.disagg {
             None => sim.add_pool(cfg, Role::Aggregated, &cfg.launch, cfg.num_workers, cfg.router_config.clone())?,
             Some(d) => {
@@ -96,9 +96,13 @@ impl Simulation {
         }
         let gpus = &mut sim.collector.fleet;
         match &cfg.disagg {
-            None => gpus.decode_gpus_per_worker = cfg.launch.gpus_per_worker(),
+            None => {
+                gpus.decode_gpus_per_worker = cfg.launch.gpus_per_worker();
+                gpus.total_gpus = cfg.num_workers * gpus.decode_gpus_per_worker;
+            }
             Some(d) => {
-                (gpus.prefill_gpus_per_worker, gpus.decode_gpus_per_worker) = (d.prefill.gpus_per_worker(), d.decode.gpus_per_worker())
+                (gpus.prefill_gpus_per_worker, gpus.decode_gpus_per_worker) = (d.prefill.gpus_per_worker(), d.decode.gpus_per_worker());
+                gpus.total_gpus = d.num_prefill_workers * gpus.prefill_gpus_per_worker + d.num_decode_workers * gpus.decode_gpus_per_worker;
             }
         }
         if cfg.max_sim_time_ms.is_some() {
