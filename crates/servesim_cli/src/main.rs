@@ -2,12 +2,15 @@
 
 use clap::{Parser, Subcommand};
 use servesim_sim::replay::Case;
+use servesim_sim::report::events::JsonLines;
 use servesim_sim::scenario::Scenario;
 use servesim_sim::sweep::Sweep;
 use servesim_sim::{BuildOptions, DirFiles, Input, RunReport, SimError, build};
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 
 #[derive(Parser)]
 #[command(name = "servesim", version, about = "Simulates an LLM serving cluster (Dynamo mocker semantics) on a virtual clock")]
@@ -25,6 +28,10 @@ enum Command {
         /// Also write the time series (per rank and cluster, in windows) to this file.
         #[arg(long, value_name = "OUT.json")]
         timeseries: Option<PathBuf>,
+        /// Also write every event of the run (KV events, request lifecycle, passes), one JSON
+        /// object a line, in time order.
+        #[arg(long, value_name = "OUT.jsonl")]
+        events: Option<PathBuf>,
     },
     /// Replays a case several times and reports wall time, simulated requests per second and
     /// peak memory (a benchmark: compare runs side by side, not against remembered numbers).
@@ -51,14 +58,22 @@ enum Command {
         /// Also write the time series (per rank and cluster, in windows) to this file.
         #[arg(long, value_name = "OUT.json")]
         timeseries: Option<PathBuf>,
+        /// Also write every event of the run (KV events, request lifecycle, passes), one JSON
+        /// object a line, in time order.
+        #[arg(long, value_name = "OUT.jsonl")]
+        events: Option<PathBuf>,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Replay { case, timeseries } => replay(&case, timeseries.is_some()).and_then(|r| output(r, timeseries.as_deref())),
-        Command::Run { scenario, timeseries } => run(&scenario, timeseries.is_some()).and_then(|r| output(r, timeseries.as_deref())),
+        Command::Replay { case, timeseries, events } => {
+            simulate(&case, false, timeseries.is_some(), events.as_deref()).and_then(|r| output(r, timeseries.as_deref()))
+        }
+        Command::Run { scenario, timeseries, events } => {
+            simulate(&scenario, true, timeseries.is_some(), events.as_deref()).and_then(|r| output(r, timeseries.as_deref()))
+        }
         Command::Bench { case, runs } => bench(&case, runs).and_then(|json| print(|w| writeln!(w, "{json}"))),
         Command::Sweep { sweep, jobs, shard } => run_sweep(&sweep, jobs, shard.as_deref()),
     };
@@ -104,17 +119,23 @@ fn input(path: &Path, scenario: bool) -> Result<Input, SimError> {
 }
 
 fn replay(case_path: &Path, timeseries: bool) -> Result<RunReport, SimError> {
-    simulate(case_path, false, timeseries)
+    simulate(case_path, false, timeseries, None)
 }
 
-fn run(path: &Path, timeseries: bool) -> Result<RunReport, SimError> {
-    simulate(path, true, timeseries)
-}
-
-fn simulate(path: &Path, scenario: bool, timeseries: bool) -> Result<RunReport, SimError> {
+fn simulate(path: &Path, scenario: bool, timeseries: bool, events: Option<&Path>) -> Result<RunReport, SimError> {
     let input = input(path, scenario)?;
     let opts = BuildOptions { timeseries, ..BuildOptions::default() };
-    Ok(build(&input, &mut DirFiles::beside(path), &opts)?.run())
+    let sim = build(&input, &mut DirFiles::beside(path), &opts)?;
+    let Some(events) = events else { return Ok(sim.run()) };
+    let file = std::fs::File::create(events).map_err(|e| SimError::new(format!("{}: {e}", events.display())))?;
+    let sink = Rc::new(RefCell::new(JsonLines::new(std::io::BufWriter::new(file))));
+    let report = sim.with_events(Box::new(sink.clone())).run();
+    let mut sink = sink.borrow_mut();
+    let failed = sink.error.take().or_else(|| sink.out_mut().flush().err());
+    match failed {
+        Some(e) => Err(SimError::new(format!("{}: {e}", events.display()))),
+        None => Ok(report),
+    }
 }
 
 /// `I/N` → (I, N).

@@ -13,12 +13,27 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// A fresh directory for one test's files.
-fn scratch(name: &str) -> PathBuf {
+/// A fresh directory for one test's files, removed when the test ends.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("servesim-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
 }
 
 fn servesim(args: &[&str]) -> Output {
@@ -225,4 +240,24 @@ fn sweep_rows_equal_single_runs_and_shards_add_up() {
     let rows = lines(&["sweep", d.join("case-sweep.json").to_str().unwrap()]);
     assert_eq!(rows.len(), 2);
     assert!(rows[1]["summary"]["mean_ttft_ms"].as_f64() < rows[0]["summary"]["mean_ttft_ms"].as_f64(), "two workers wait less");
+}
+
+/// `--events` writes the stream beside an unchanged answer; an unwritable path is named.
+#[test]
+fn events_are_written_and_change_nothing() {
+    let d = scratch("events");
+    let case = repo().join("tests/conformance/cases/vllm-light.json");
+    let case = case.to_str().unwrap();
+    let out = d.join("events.jsonl");
+    let plain = servesim(&["replay", case]);
+    let with = servesim(&["replay", case, "--events", out.to_str().unwrap()]);
+    assert_eq!(with.status.code(), Some(0), "{}", stderr(&with));
+    assert_eq!(plain.stdout, with.stdout, "recording events changed the answer");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let finished = events.iter().filter(|e| e["kind"] == "finished").count();
+    assert_eq!(finished, 300, "one end per request");
+    assert!(events.iter().all(|e| e["t_ms"].is_f64()), "every line has its time");
+    let bad = d.join("no-such-dir/events.jsonl");
+    expect_error(&servesim(&["replay", case, "--events", bad.to_str().unwrap()]), &["no-such-dir/events.jsonl"]);
 }

@@ -100,6 +100,11 @@ impl BlockPool {
 
     /// Every cache-visible hash, sorted: what a router's indexer fed by this pool's events
     /// should hold (for tests).
+    /// How many blocks are cache-visible (`cached_hashes().len()`, without building it).
+    pub fn cached_count(&self) -> u32 {
+        self.copies.len() as u32
+    }
+
     pub fn cached_hashes(&self) -> Vec<u64> {
         let mut v: Vec<u64> = self.copies.iter().map(|&s| self.slots[s as usize].hash).collect();
         v.sort_unstable();

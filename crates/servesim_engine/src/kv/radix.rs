@@ -102,6 +102,10 @@ impl RadixCache {
     pub fn used_pages(&self) -> u32 {
         self.protected_pages + self.private_pages
     }
+    /// Pages in the tree (cached), locked or not.
+    pub fn tree_pages(&self) -> u32 {
+        self.tree_pages
+    }
     pub fn protected_pages(&self) -> u32 {
         self.protected_pages
     }

@@ -47,6 +47,13 @@ pub trait Scheduler: HandOff + std::fmt::Debug {
         None
     }
 
+    /// The KV pool's blocks (pages) by use, now.
+    fn kv_blocks(&self) -> KvBlocks;
+
+    /// Publishes KV events in `PassOutput::kv_events` (where the backend has them: with prefix
+    /// caching, not on a decode worker) even if no router consumes them (a recorder does).
+    fn set_kv_events(&mut self, on: bool);
+
     /// Fills `PassOutput::fpm` in every pass (off by default: it walks the waiting queue).
     fn set_forward_pass_metrics(&mut self, on: bool);
 
@@ -93,6 +100,18 @@ pub trait HandOff {
     /// The rank ran a pass that could do nothing (see `idle_with_queue`): an SGLang
     /// scheduler's `new_token_ratio` falls to its floor; vLLM keeps no such state.
     fn idle_pass(&mut self) {}
+}
+
+/// A KV pool's blocks (SGLang: pages) by use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct KvBlocks {
+    /// Held by requests.
+    pub in_use: u32,
+    /// Cached and held by nobody (evictable).
+    pub idle: u32,
+    pub free: u32,
+    /// Cache-visible (the distinct blocks KV events announced and did not remove).
+    pub cached: u32,
 }
 
 /// Where a core runs and what it is given besides its arguments.

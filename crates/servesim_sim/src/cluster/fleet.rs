@@ -96,6 +96,8 @@ pub(crate) struct Rank {
     pub pending: PassOutput,
     /// When its latest pass ended: the gap of its steady tokens runs from there.
     pub last_pass_end_ms: f64,
+    /// When its latest pass started.
+    pub started_ms: f64,
     /// Its pass just ended with nothing running and requests queued: the next pass, at the
     /// same instant, begins as an idle pass (see `Simulation::idle_pass`).
     pub idle_pass: bool,

@@ -148,6 +148,10 @@ pub struct Router {
     groups: Vec<Group>,
     /// Per target: whether its worker takes requests.
     eligible: Vec<bool>,
+    /// Keep the last KV-aware decision's costs and overlaps (an event recorder reads them).
+    trace: bool,
+    last_costs: Vec<f64>,
+    last_overlaps: Vec<u32>,
     /// Round robin over every rank of the ready workers in turn (worker by worker), instead
     /// of over the workers (each cycling through its ranks): the reference's prefill and
     /// decode pools rotate so.
@@ -183,7 +187,20 @@ impl Router {
                 .collect(),
             eligible: vec![true; targets],
             rank_major_rotation: false,
+            trace: false,
+            last_costs: Vec::new(),
+            last_overlaps: Vec::new(),
         }
+    }
+
+    /// Keeps each KV-aware decision's per-target costs and overlaps for `last_decision`.
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on;
+    }
+
+    /// The last KV-aware decision: every target's cost and believed prefix overlap (blocks).
+    pub fn last_decision(&self) -> Option<(&[f64], &[u32])> {
+        (self.trace && self.is_kv_aware()).then_some((&self.last_costs[..], &self.last_overlaps[..]))
     }
 
     /// The round robin visits every rank of each ready worker in turn (disaggregated pools).
@@ -312,6 +329,10 @@ impl Router {
             (0..self.targets).map(|t| if self.cfg.overlap_score_credit > 0.0 { self.indexer.overlap(t as u32, full) } else { 0 }).collect();
         let costs: Vec<f64> =
             (0..self.targets).map(|t| if self.eligible[t] { self.cost(t, q, overlaps[t]) } else { f64::INFINITY }).collect();
+        if self.trace {
+            self.last_costs.clone_from(&costs);
+            self.last_overlaps.clone_from(&overlaps);
+        }
         let target = if self.cfg.router_temperature > 0.0 {
             self.sample_softmax(&costs)
         } else {

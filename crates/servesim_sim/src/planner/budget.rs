@@ -110,6 +110,11 @@ pub fn guard_pair(
         let (p, d) = clamp_pair(pp, pd, pg, dg, min, max, pmin, dmin);
         return (p, d, None);
     }
+    if cp < pmin || cd < dmin {
+        // A pool under its endpoint floor is repaired first, whatever the load proposed.
+        let (p, d) = clamp_pair(pp.max(pmin), pd.max(dmin), pg, dg, min, max, pmin, dmin);
+        return (p, d, Some("gpu_budget_reconcile"));
+    }
     let tolerance = if max >= 0 { pg.max(dg) } else { 0 };
     let total = cp * pg + cd * dg;
     if !in_band(total, min, max, tolerance) {
@@ -152,5 +157,7 @@ mod tests {
     fn pair_budget() {
         assert_eq!(guard_pair((2, 2), (3, 2), (1, 1), -1, 8, (1, 1)), (3, 2, None));
         assert_eq!(guard_pair((4, 4), (5, 4), (1, 1), -1, 8, (1, 1)), (4, 4, Some("gpu_budget_guard_hold")));
+        // Under a floor: repaired from the proposal, and the budget names the reason.
+        assert_eq!(guard_pair((1, 1), (2, 2), (1, 2), -1, -1, (2, 2)), (2, 2, Some("gpu_budget_reconcile")));
     }
 }

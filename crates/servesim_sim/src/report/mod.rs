@@ -1,6 +1,7 @@
 //! The collector: per-request timelines, folded into Dynamo's replay summary (same keys, same
 //! definitions) and per-request records.
 
+pub mod events;
 mod run;
 mod sketch;
 mod slo;

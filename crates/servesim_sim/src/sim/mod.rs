@@ -13,12 +13,14 @@ use crate::cluster::handoff::{Decision, Handoff, prompt_hashes};
 use crate::cluster::{RouteQuery, Router, RouterConfig};
 use crate::planner::Planner;
 use crate::queue::{EventKind, EventQueue};
+use crate::report::events::{EventSink, Place, SimEvent};
 use crate::report::timeseries::Recorder;
 use crate::report::{Collector, Column, RunReport, Status};
 use crate::scenario::SimConfig;
 use crate::workload::Workload;
 use crate::workload::driver::{Driver, Load};
 use servesim_engine::hash::mix64;
+use servesim_engine::kv::KvEventData;
 use servesim_engine::perf::duration_ms;
 use servesim_engine::{Engine, LaunchConfig, Outcome, PassOutput, RankSetup, WorkerType};
 use std::time::Duration;
@@ -50,6 +52,8 @@ pub struct Simulation {
     /// (time, worker), in time order.
     planner: Option<Planner>,
     starting: Vec<(f64, usize)>,
+    /// Where the event stream goes, when one is recorded.
+    event_sink: Option<Box<dyn EventSink>>,
 }
 
 impl Simulation {
@@ -80,6 +84,7 @@ impl Simulation {
             steady_tokens: cfg.max_sim_time_ms.is_none(),
             planner: cfg.scaling.clone().map(Planner::new),
             starting: Vec::new(),
+            event_sink: None,
             workload,
         };
         sim.collector.slo = cfg.slo;
@@ -175,6 +180,7 @@ impl Simulation {
                 stepped: false,
                 pending: PassOutput::default(),
                 last_pass_end_ms: 0.0,
+                started_ms: 0.0,
                 idle_pass: false,
                 target,
             });
@@ -212,6 +218,37 @@ impl Simulation {
             rank.engine.set_steady_tokens(on);
         }
         self
+    }
+
+    /// Records the run's event stream into `sink` (engines then publish KV events even if no
+    /// router reads them, and the KV router keeps its per-target costs).
+    pub fn with_events(mut self, sink: Box<dyn EventSink>) -> Self {
+        for rank in &mut self.fleet.ranks {
+            rank.engine.set_kv_events(true);
+        }
+        for p in &mut self.fleet.pools {
+            p.router.set_trace(true);
+        }
+        self.event_sink = Some(sink);
+        self
+    }
+
+    /// Takes the event sink back (at the end of a run: its writer, its error).
+    pub fn take_events(&mut self) -> Option<Box<dyn EventSink>> {
+        self.event_sink.take()
+    }
+
+    fn emit(&mut self, t: f64, e: SimEvent<'_>) {
+        if let Some(sink) = &mut self.event_sink {
+            sink.record(t, &e);
+        }
+    }
+
+    /// (pool name, worker id, DP rank) of rank `r`.
+    fn place_of(&self, r: usize) -> Place {
+        let rank = &self.fleet.ranks[r];
+        let worker = &self.fleet.workers[rank.group];
+        Place { pool: self.fleet.pools[rank.pool].role.name(), worker: worker.id, dp_rank: (r - worker.ranks.start) as u32 }
     }
 
     /// Which per-request columns the report writes (the conformance cases' five by default).
@@ -350,6 +387,10 @@ impl Simulation {
     fn route_arrivals(&mut self, t: f64) {
         while let Some((i, at)) = self.driver.pop_ready(t, &mut self.workload) {
             self.collector.arrive(i, at, self.workload.input_length(i as usize));
+            if self.event_sink.is_some() {
+                let (input_tokens, output_tokens) = (self.workload.input_length(i as usize), self.workload.rows[i as usize].output_length);
+                self.emit(t, SimEvent::Arrived { request: i, input_tokens, output_tokens });
+            }
             if let Some(h) = &mut self.handoff
                 && h.on_arrival(i, t, &mut self.fleet, &self.workload)
             {
@@ -431,10 +472,26 @@ impl Simulation {
             self.collector.records[i as usize].worker = self.fleet.ranks[rank].worker;
         }
         self.fleet.ranks[rank].engine.submit(req);
+        if self.event_sink.is_some() {
+            let at = self.place_of(rank);
+            let decision = self.fleet.pools[pool].router.last_decision();
+            let (costs, overlap_blocks) = match decision {
+                Some((c, o)) => (Some(c), Some(o)),
+                None => (None, None),
+            };
+            let event = SimEvent::Routed { request: i, at, costs, overlap_blocks };
+            if let Some(sink) = &mut self.event_sink {
+                sink.record(self.now_ms, &event);
+            }
+        }
     }
 
     /// A prompt's KV reached its decode rank.
     fn transfer_done(&mut self, i: u32, rank: usize, t: f64) {
+        if self.event_sink.is_some() {
+            let at = self.place_of(rank);
+            self.emit(t, SimEvent::TransferEnd { request: i, at });
+        }
         let h = self.handoff.as_mut().expect("transfers happen only in disaggregated serving");
         h.transfer_done(i, rank, t, &mut self.fleet, &self.workload);
         self.apply_decisions();
@@ -449,7 +506,11 @@ impl Simulation {
             match d {
                 Decision::Prefill(i) => self.route(prefill_pool, i),
                 Decision::Transfer { request, rank, at_ms } => {
-                    self.events.push(at_ms, EventKind::TransferDone { request, rank: rank as u32 })
+                    self.events.push(at_ms, EventKind::TransferDone { request, rank: rank as u32 });
+                    if self.event_sink.is_some() {
+                        let at = self.place_of(rank);
+                        self.emit(self.now_ms, SimEvent::TransferStart { request, at, ms: at_ms - self.now_ms });
+                    }
                 }
                 Decision::Activated { request, rank } => self.collector.records[request as usize].worker = self.fleet.ranks[rank].worker,
                 Decision::Fail { request, reason } => self.finish_request(request, Status::Rejected, Some(reason)),
@@ -492,6 +553,9 @@ impl Simulation {
             }
         }
         self.fleet.workers[w].busy = true;
+        for r in self.fleet.workers[w].ranks.clone() {
+            self.fleet.ranks[r].started_ms = now;
+        }
         self.events.push(now + duration_ms(longest), EventKind::PassEnd { worker: w as u32 });
     }
 
@@ -561,6 +625,9 @@ impl Simulation {
         let role = self.fleet.pools[pool].role;
         let target = self.fleet.ranks[r].target;
         self.recorder.rank_metrics(r, t, &out.metrics);
+        if self.event_sink.is_some() {
+            self.record_pass(r, &out, t);
+        }
         self.fleet.pools[pool].router.apply_events(target, &out.kv_events, t);
         if self.planner.is_some() {
             self.publish_fpm(r, out.fpm, t);
@@ -571,7 +638,7 @@ impl Simulation {
         }
         let prev_end = std::mem::replace(&mut self.fleet.ranks[r].last_pass_end_ms, t);
         if role != Role::Prefill {
-            self.record_tokens(&out, pool, t, prev_end);
+            self.record_tokens(&out, r, pool, t, prev_end);
         }
         for f in &out.finished {
             let i = f.id as u32;
@@ -611,7 +678,7 @@ impl Simulation {
 
     /// A pass's emitted tokens: first tokens (TTFT, and the router's prefill charge ends),
     /// inter-token gaps (folded in runs: requests decoding pass after pass share their gap).
-    fn record_tokens(&mut self, out: &PassOutput, pool: usize, t: f64, prev_end: f64) {
+    fn record_tokens(&mut self, out: &PassOutput, r: usize, pool: usize, t: f64, prev_end: f64) {
         self.recorder.tokens(t, out.tokens.len() as u64 + out.steady_tokens);
         // Steady tokens (see `PassOutput::steady_tokens`) all have the gap since this
         // rank's previous pass end; their records are settled when their streak ends.
@@ -627,6 +694,10 @@ impl Simulation {
             if let Some(ttft) = ttft {
                 self.recorder.first_token(t, ttft);
                 self.fleet.pools[pool].router.prefill_done(id);
+                if self.event_sink.is_some() {
+                    let at = self.place_of(r);
+                    self.emit(t, SimEvent::FirstToken { request: id as u32, at, ttft_ms: ttft });
+                }
             }
             let Some(gap) = gap else { continue };
             if self.collector.gaps_deferred() {
@@ -648,6 +719,45 @@ impl Simulation {
         }
     }
 
+    /// The event stream's view of rank `r`'s pass ending at `t`: what the engine published (KV
+    /// events) and did (admissions, preemptions or retractions), then the pass itself with the
+    /// KV pool as it left it.
+    fn record_pass(&mut self, r: usize, out: &PassOutput, t: f64) {
+        let at = self.place_of(r);
+        let start_ms = self.fleet.ranks[r].started_ms;
+        let pass = SimEvent::Pass {
+            at,
+            start_ms,
+            duration_ms: t - start_ms,
+            prefill_tokens: out.committed_prefill_tokens,
+            decode_tokens: out.tokens.len() as u64 + out.steady_tokens,
+            batch: out.metrics.running_requests,
+            waiting: out.metrics.waiting_requests,
+            blocks: self.fleet.ranks[r].engine.kv_blocks(),
+        };
+        let sglang = self.fleet.pools[self.fleet.ranks[r].pool].args().backend == servesim_engine::Backend::Sglang;
+        let Some(sink) = &mut self.event_sink else { return };
+        for e in &out.kv_events {
+            let event = match &e.data {
+                KvEventData::Stored { parent_hash, blocks } => {
+                    SimEvent::Stored { at, parent: *parent_hash, hashes: blocks.iter().map(|b| b.block_hash).collect() }
+                }
+                KvEventData::Removed { block_hashes } => SimEvent::Removed { at, hashes: block_hashes },
+            };
+            sink.record(t, &event);
+        }
+        for a in &out.admissions {
+            let event = SimEvent::Admitted { request: a.id as u32, at, cached_tokens: a.reused_tokens, readmission: a.readmission };
+            sink.record(t, &event);
+        }
+        for &id in &out.preempted {
+            let request = id as u32;
+            let event = if sglang { SimEvent::Retracted { request, at } } else { SimEvent::Preempted { request, at } };
+            sink.record(t, &event);
+        }
+        sink.record(t, &pass);
+    }
+
     fn fold_gaps(&mut self, t: f64, gap: f64, n: u64) {
         self.collector.gaps(gap, n);
         self.recorder.gaps(t, gap, n);
@@ -658,6 +768,16 @@ impl Simulation {
         if self.checks {
             let was = self.collector.records[i as usize].status;
             assert!(was == Status::Pending, "request {i} (trace line {}) finished twice: {was:?}, then {status:?}", i + 1);
+        }
+        if self.event_sink.is_some() {
+            let status_name = match status {
+                Status::Completed => "completed",
+                Status::Rejected => "rejected",
+                Status::Unschedulable => "unschedulable",
+                Status::Pending => "pending",
+            };
+            let output_tokens = self.collector.records[i as usize].output_tokens;
+            self.emit(t, SimEvent::Finished { request: i, status: status_name, output_tokens, reason: reason.as_deref() });
         }
         self.collector.finish(i, t, status, reason);
         if status == Status::Completed {

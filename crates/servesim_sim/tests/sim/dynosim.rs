@@ -70,6 +70,22 @@ fn dynosim_cases_match_the_reference_request_by_request() {
     }
 }
 
+/// Our own harness-feature scenarios, run through the reference's replay_ext.py (found by the
+/// harness and planner fuzzers; tests/variants/README.md): every one must match.
+#[test]
+fn dynosim_variants_match_the_reference() {
+    let dir = repo("tests/variants/dynosim");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            check(&path);
+            n += 1;
+        }
+    }
+    assert!(n >= 1, "no cases in {}", dir.display());
+}
+
 /// A scripted scaling run: the pool follows the script (a worker starting, becoming ready
 /// after `startup_time`, a drain that waits for the worker's requests), the lifecycle log says
 /// so, and worker-seconds count every provisioned worker.

@@ -4,6 +4,7 @@
 mod common;
 mod conformance;
 mod dynosim;
+mod events;
 mod kvbm;
 mod proptest_indexer;
 mod reference_aborts;

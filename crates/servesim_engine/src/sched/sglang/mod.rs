@@ -22,7 +22,7 @@ use crate::args::{ArgsError, EngineArgs, SchedulePolicy, WorkerType};
 use crate::kv::{EventSink, ROOT, RadixCache};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
-use crate::sched::contract::{RankSetup, Scheduler};
+use crate::sched::contract::{KvBlocks, RankSetup, Scheduler};
 use crate::sched::output::{Finished, Outcome, PassOutput};
 use crate::sequence::Request;
 use request::SgRequest;
@@ -366,6 +366,15 @@ impl Scheduler for SglangCore {
             self.waiting.len(),
             self.retractions_total,
         )
+    }
+
+    fn kv_blocks(&self) -> KvBlocks {
+        let c = &self.cache;
+        KvBlocks { in_use: c.used_pages(), idle: c.evictable_pages(), free: c.free_pages(), cached: c.tree_pages() }
+    }
+
+    fn set_kv_events(&mut self, on: bool) {
+        self.cache.events.enabled = on && self.cfg.prefix_caching && self.cfg.worker_type != WorkerType::Decode;
     }
 
     fn set_forward_pass_metrics(&mut self, on: bool) {

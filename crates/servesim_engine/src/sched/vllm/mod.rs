@@ -9,7 +9,7 @@ use crate::kv::kvbm::pool::KvbmPool;
 use crate::kv::{BlockPool, EventSink, Pool, SlotId};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
-use crate::sched::contract::{RankSetup, Scheduler};
+use crate::sched::contract::{KvBlocks, RankSetup, Scheduler};
 use crate::sched::output::{Admission, Finished, ForwardPassMetrics, Outcome, PassOutput};
 use crate::sequence::{Request, Sequence};
 use std::collections::{HashMap, VecDeque};
@@ -715,6 +715,15 @@ impl Scheduler for VllmCore {
             return Err(format!("requests hold {held} blocks but {} are active", self.pool.active()));
         }
         Ok(())
+    }
+
+    fn kv_blocks(&self) -> KvBlocks {
+        KvBlocks { in_use: self.pool.active(), idle: self.pool.idle(), free: self.pool.free(), cached: self.pool.cached_count() }
+    }
+
+    fn set_kv_events(&mut self, on: bool) {
+        let events = self.pool.events();
+        events.enabled = on && self.cfg.prefix_caching && self.cfg.worker_type != WorkerType::Decode;
     }
 
     fn set_forward_pass_metrics(&mut self, on: bool) {
