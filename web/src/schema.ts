@@ -43,9 +43,9 @@ export const ENGINE: Section = {
   id: 'engine',
   title: 'Engine',
   fields: [
-    { path: 'engine.backend', label: 'Scheduler', kind: 'enum', options: opts(['vllm', 'vLLM'], ['sglang', 'SGLang']) },
+    { path: 'engine.backend', label: 'Scheduler', kind: 'enum', options: opts(['vllm', 'vLLM'], ['sglang', 'SGLang'], ['trtllm', 'TRT-LLM']) },
     { path: 'engine.num_gpu_blocks', label: 'KV blocks per rank', kind: 'int', unit: 'blocks', min: 1, max: 100_000_000 },
-    { path: 'engine.block_size', label: 'Block size', kind: 'int', unit: 'tokens', min: 0, max: 1024, help: "0 = the scheduler's default (vLLM 64, SGLang 1)" },
+    { path: 'engine.block_size', label: 'Block size', kind: 'int', unit: 'tokens', min: 0, max: 1024, help: "0 = the scheduler's default (vLLM 64, SGLang 1, TRT-LLM 32)" },
     { path: 'engine.max_num_seqs', label: 'Max running requests', kind: 'int', unit: 'per rank', min: 1, nullable: 'unbounded' },
     { path: 'engine.max_num_batched_tokens', label: 'Token budget per pass', kind: 'int', unit: 'tokens', min: 1, nullable: 'unbounded' },
     { path: 'engine.enable_chunked_prefill', label: 'Chunked prefill', kind: 'bool' },

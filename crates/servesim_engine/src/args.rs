@@ -114,6 +114,24 @@ impl Default for SglangArgs {
     }
 }
 
+/// TRT-LLM-specific knobs (`engine.trtllm`), as Dynamo names them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrtllmArgs {
+    pub capacity_scheduler_policy: CapacitySchedulerPolicy,
+}
+
+/// TRT-LLM's capacity scheduler. The reference models its default only, and refuses
+/// `max_utilization` (as an unknown variant, so servesim's message is the reference's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacitySchedulerPolicy {
+    /// A request is admitted only when the pool can hold its prompt and its whole output
+    /// besides what the running requests may still take; nothing is ever preempted.
+    #[default]
+    GuaranteedNoEvict,
+}
+
 /// `engine` section of the launch configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -123,7 +141,8 @@ pub struct EngineArgs {
     /// KV blocks per data-parallel rank.
     #[serde(default = "default_num_gpu_blocks")]
     pub num_gpu_blocks: u32,
-    /// Tokens per KV block; 0 or absent means the backend's default (vLLM 64, SGLang 1).
+    /// Tokens per KV block; 0 or absent means the backend's default (vLLM 64, SGLang 1,
+    /// TRT-LLM 32).
     #[serde(default)]
     pub block_size: u32,
     #[serde(default)]
@@ -158,6 +177,9 @@ pub struct EngineArgs {
     pub timing_model: TimingModel,
     #[serde(default)]
     pub sglang: Option<SglangArgs>,
+    /// Absent unless given, so a scenario written before it existed normalizes as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trtllm: Option<TrtllmArgs>,
     #[serde(default = "default_kv_manager")]
     pub kv_manager: KvManager,
     #[serde(default = "default_eviction_backend")]
@@ -369,8 +391,8 @@ impl EngineArgs {
         if self.max_model_len == Some(0) {
             return err("engine.max_model_len must be at least 1");
         }
-        if self.max_model_len.is_some() && self.backend != Backend::Vllm {
-            return err("engine.max_model_len is only supported by the vllm backend");
+        if self.max_model_len.is_some() && self.backend == Backend::Sglang {
+            return err("engine.max_model_len is only supported by the vllm and trtllm backends");
         }
         if let Some(bw) = self.kv_transfer_bandwidth
             && (!bw.is_finite() || bw < 0.0)
@@ -421,8 +443,18 @@ impl EngineArgs {
                 return err("engine.sglang.chunked_prefill_size must be a multiple of block_size");
             }
         }
+        if self.trtllm.is_some() && self.backend != Backend::Trtllm {
+            return err("engine.trtllm is only valid with backend \"trtllm\"");
+        }
         if self.backend == Backend::Trtllm {
-            return err("engine.backend \"trtllm\" is not supported by servesim");
+            if self.block_size() < 2 {
+                return err("engine.block_size: vLLM/TRT-LLM block_size must be at least two");
+            }
+            if self.worker_type != WorkerType::Aggregated {
+                return err(
+                    "engine.worker_type: servesim runs backend \"trtllm\" aggregated only (no prefill or decode workers); use vllm or sglang for disaggregated serving",
+                );
+            }
         }
         Ok(())
     }
@@ -456,6 +488,30 @@ mod tests {
         assert!(e.0.contains("engine.preemption_mode") && e.0.contains("unknown variant `LIFO`"), "{e}");
         let e = LaunchConfig::from_json(&json!({"engine": {"block_size": "16"}})).unwrap_err();
         assert!(e.0.contains("engine.block_size"), "{e}");
+    }
+
+    #[test]
+    fn trtllm_follows_dynamo() {
+        let a = EngineArgs::from_json(&json!({"backend": "trtllm"})).unwrap();
+        assert_eq!(a.block_size(), 32);
+        let a =
+            EngineArgs::from_json(&json!({"backend": "trtllm", "trtllm": {"capacity_scheduler_policy": "guaranteed_no_evict"}})).unwrap();
+        assert_eq!(a.trtllm.unwrap().capacity_scheduler_policy, CapacitySchedulerPolicy::GuaranteedNoEvict);
+        // The reference's own words.
+        let e =
+            LaunchConfig::from_json(&json!({"engine": {"backend": "trtllm", "trtllm": {"capacity_scheduler_policy": "max_utilization"}}}))
+                .unwrap_err();
+        assert_eq!(e.0, "engine.trtllm.capacity_scheduler_policy: unknown variant `max_utilization`, expected `guaranteed_no_evict`");
+        let e = LaunchConfig::from_json(&json!({"engine": {"backend": "trtllm", "trtllm": {"bogus": 1}}})).unwrap_err();
+        assert_eq!(e.0, "engine.trtllm.bogus: unknown field `bogus`, expected `capacity_scheduler_policy`");
+        let e = EngineArgs::from_json(&json!({"trtllm": {}})).unwrap_err();
+        assert!(e.0.contains("engine.trtllm"), "{e}");
+        let e = EngineArgs::from_json(&json!({"backend": "trtllm", "worker_type": "decode"})).unwrap_err();
+        assert!(e.0.starts_with("engine.worker_type") && e.0.contains("aggregated only"), "{e}");
+        let e = EngineArgs::from_json(&json!({"backend": "trtllm", "block_size": 1})).unwrap_err();
+        assert!(e.0.contains("at least two"), "{e}");
+        assert!(EngineArgs::from_json(&json!({"backend": "trtllm", "max_model_len": 128})).is_ok());
+        assert!(EngineArgs::from_json(&json!({"backend": "sglang", "max_model_len": 128})).is_err());
     }
 
     #[test]

@@ -26,9 +26,9 @@ impl Engine {
     pub fn new(args: &EngineArgs, setup: &RankSetup) -> Result<Self, ArgsError> {
         args.validate()?;
         match args.backend {
-            Backend::Vllm => Ok(Engine::Vllm(VllmCore::new(args, setup)?)),
+            // TRT-LLM runs the vLLM core under its own capacity policy (guaranteed no evict).
+            Backend::Vllm | Backend::Trtllm => Ok(Engine::Vllm(VllmCore::new(args, setup)?)),
             Backend::Sglang => Ok(Engine::Sglang(SglangCore::new(args, setup)?)),
-            Backend::Trtllm => Err(ArgsError("engine.backend \"trtllm\" is not supported by servesim".into())),
         }
     }
 }

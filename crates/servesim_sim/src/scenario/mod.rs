@@ -76,6 +76,11 @@ impl SimConfig {
         }
         self.router_config.validate().map_err(SimError::new)?;
         if let Some(d) = &self.disagg {
+            if [&d.prefill, &d.decode].iter().any(|p| p.engine.backend == servesim_engine::Backend::Trtllm) {
+                return Err(SimError::new(
+                    "backend \"trtllm\" runs aggregated only in servesim: no prefill or decode pools (use vllm or sglang for disaggregated serving)",
+                ));
+            }
             d.prefill.validate().map_err(|e| SimError::new(format!("prefill: {e}")))?;
             d.decode.validate().map_err(|e| SimError::new(format!("decode: {e}")))?;
             for (name, n) in [("num_prefill_workers", d.num_prefill_workers), ("num_decode_workers", d.num_decode_workers)] {

@@ -18,6 +18,9 @@ const MUST_MATCH: &[&str] = &[
     "sglang-fixed-timing",
     "sglang-pressure",
     "vllm-npz-profile",
+    "trtllm-light",
+    "trtllm-pressure",
+    "trtllm-prefix-rr2",
 ];
 
 const SUMMARY_KEYS: &[&str] = &[
