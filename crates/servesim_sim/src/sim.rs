@@ -360,9 +360,8 @@ impl Simulation {
     fn route(&mut self, pool: usize, i: u32) {
         let mut req = self.workload.request(i as usize, i as u64);
         let p = &mut self.fleet.pools[pool];
-        let (hashes, full) = if p.router.is_kv_aware() { prompt_hashes(&req, p.block_size, &mut self.scratch) } else { (Vec::new(), 0) };
-        let query =
-            RouteQuery { id: i as u64, now_ms: self.now_ms, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full };
+        let hashes = if p.router.is_kv_aware() { prompt_hashes(&req, p.block_size, &mut self.scratch) } else { Vec::new() };
+        let query = RouteQuery { id: i as u64, now_ms: self.now_ms, prompt_tokens: req.prompt.len(), block_hashes: &hashes };
         let placement = p.router.route(&query);
         let rank = p.rank_of(placement.target);
         self.collector.records[i as usize].router_overlap_blocks = placement.overlap_blocks;

@@ -217,14 +217,8 @@ impl Handoff {
     fn request_destination(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload) {
         let req = workload.request(i as usize, i as u64);
         let p = &mut fleet.pools[self.decode_pool];
-        let (hashes, full) = prompt_hashes(&req, p.block_size, &mut self.scratch);
-        let placement = p.router.route(&RouteQuery {
-            id: i as u64,
-            now_ms: t,
-            prompt_tokens: req.prompt.len(),
-            block_hashes: &hashes,
-            full_blocks: full,
-        });
+        let hashes = prompt_hashes(&req, p.block_size, &mut self.scratch);
+        let placement = p.router.route(&RouteQuery { id: i as u64, now_ms: t, prompt_tokens: req.prompt.len(), block_hashes: &hashes });
         // A prompt no decode pool holds fails only once routed (a round-robin turn is spent).
         if req.prompt.len().div_ceil(p.block_size) > p.args.num_gpu_blocks {
             p.router.free(i as u64);
@@ -329,21 +323,18 @@ impl Handoff {
     }
 }
 
-/// Sequence hashes of a prompt's full blocks, then a unique id for a partial tail block
-/// (which no cache can share), as the router tracks them.
-pub(crate) fn prompt_hashes(req: &Request, bs: u32, bytes: &mut Vec<u8>) -> (Vec<u64>, u32) {
-    use servesim_engine::hash::{block_hash, mix64, sequence_hash};
+/// Sequence hashes of a prompt's full blocks: all the router tracks of it. A partial tail
+/// block has no identity a cache could share, and the reference's router neither matches nor
+/// counts it (its tracked sequence is the prompt's complete blocks).
+pub(crate) fn prompt_hashes(req: &Request, bs: u32, bytes: &mut Vec<u8>) -> Vec<u64> {
+    use servesim_engine::hash::{block_hash, sequence_hash};
     let tokens = req.prompt.to_vec();
-    let full = tokens.len() as u32 / bs;
-    let mut out = Vec::with_capacity(tokens.len().div_ceil(bs as usize));
+    let mut out = Vec::with_capacity(tokens.len() / bs as usize);
     let mut parent = None;
     for b in tokens.chunks_exact(bs as usize) {
         let h = sequence_hash(parent, block_hash(b, bytes));
         out.push(h);
         parent = Some(h);
     }
-    if !(tokens.len() as u32).is_multiple_of(bs) {
-        out.push(mix64(req.id ^ 0x5EED_0000_0000_0000));
-    }
-    (out, full)
+    out
 }

@@ -100,10 +100,8 @@ pub struct RouteQuery<'a> {
     /// after they were published.
     pub now_ms: f64,
     pub prompt_tokens: u32,
-    /// Sequence hashes of the prompt's blocks (the last may be a partial block's unique id).
+    /// Sequence hashes of the prompt's full blocks.
     pub block_hashes: &'a [u64],
-    /// How many of `block_hashes` are full blocks (only those can overlap a cache).
-    pub full_blocks: u32,
 }
 
 /// A routing decision.
@@ -232,7 +230,7 @@ impl Router {
     }
 
     fn route_kv(&mut self, q: &RouteQuery) -> Placement {
-        let full = &q.block_hashes[..q.full_blocks as usize];
+        let full = q.block_hashes;
         let overlaps: Vec<u32> =
             (0..self.targets).map(|t| if self.cfg.overlap_score_credit > 0.0 { self.indexer.overlap(t as u32, full) } else { 0 }).collect();
         let costs: Vec<f64> = (0..self.targets).map(|t| self.cost(t, q, overlaps[t])).collect();
@@ -335,7 +333,7 @@ mod tests {
     fn a_stored_event_attracts_the_request_and_its_removal_releases_it() {
         let mut r = Router::new(RouterMode::KvRouter, RouterConfig::default(), 2, 16, 1);
         let hashes = [11, 12, 13, 14];
-        let q = |id| RouteQuery { id, now_ms: 0.0, prompt_tokens: 64, block_hashes: &hashes, full_blocks: 4 };
+        let q = |id| RouteQuery { id, now_ms: 0.0, prompt_tokens: 64, block_hashes: &hashes };
         // Cold: both cost the same; no cache anywhere.
         let stored = KvEventData::Stored {
             parent_hash: None,
@@ -362,9 +360,9 @@ mod tests {
     fn load_moves_requests_away_and_is_released_on_lifecycle_edges() {
         let mut r = Router::new(RouterMode::KvRouter, RouterConfig::default(), 2, 16, 7);
         let a = [1u64, 2, 3, 4];
-        let p0 = r.route(&RouteQuery { id: 1, now_ms: 0.0, prompt_tokens: 64, block_hashes: &a, full_blocks: 4 });
+        let p0 = r.route(&RouteQuery { id: 1, now_ms: 0.0, prompt_tokens: 64, block_hashes: &a });
         let b = [5u64, 6, 7, 8];
-        let p1 = r.route(&RouteQuery { id: 2, now_ms: 0.0, prompt_tokens: 64, block_hashes: &b, full_blocks: 4 });
+        let p1 = r.route(&RouteQuery { id: 2, now_ms: 0.0, prompt_tokens: 64, block_hashes: &b });
         assert_ne!(p0.target, p1.target, "the loaded target costs more");
         r.prefill_done(1);
         r.free(1);
@@ -374,7 +372,7 @@ mod tests {
 
     #[test]
     fn round_robin_and_random_are_deterministic() {
-        let q = RouteQuery { id: 0, now_ms: 0.0, prompt_tokens: 1, block_hashes: &[], full_blocks: 0 };
+        let q = RouteQuery { id: 0, now_ms: 0.0, prompt_tokens: 1, block_hashes: &[] };
         let mut rr = Router::new(RouterMode::RoundRobin, RouterConfig::default(), 3, 16, 0);
         assert_eq!((0..6).map(|_| rr.route(&q).target).collect::<Vec<_>>(), vec![0, 1, 2, 0, 1, 2]);
         let pick = |seed| {
