@@ -125,6 +125,7 @@ impl Simulation {
                     engine,
                     pool: pool_index,
                     worker: w,
+                    dp_rank: dp,
                     group,
                     stepped: false,
                     pending: PassOutput::default(),
@@ -371,9 +372,15 @@ impl Simulation {
                 h.prefill_routed(i, rank);
             }
         } else {
-            self.collector.records[i as usize].worker = self.fleet.ranks[rank].worker;
+            self.place(i, rank);
         }
         self.fleet.ranks[rank].engine.submit(req);
+    }
+
+    /// Request `i` is served (decodes) on rank `rank`: the report's worker and DP rank.
+    fn place(&mut self, i: u32, rank: usize) {
+        let (record, rank) = (&mut self.collector.records[i as usize], &self.fleet.ranks[rank]);
+        (record.worker, record.dp_rank) = (rank.worker, rank.dp_rank);
     }
 
     /// A prompt's KV reached its decode rank.
@@ -394,7 +401,7 @@ impl Simulation {
                 Decision::Transfer { request, rank, at_ms } => {
                     self.events.push(at_ms, EventKind::TransferDone { request, rank: rank as u32 })
                 }
-                Decision::Activated { request, rank } => self.collector.records[request as usize].worker = self.fleet.ranks[rank].worker,
+                Decision::Activated { request, rank } => self.place(request, rank),
                 Decision::Fail { request, reason } => self.finish_request(request, Status::Rejected, Some(reason)),
             }
         }

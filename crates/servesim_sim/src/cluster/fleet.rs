@@ -63,6 +63,8 @@ pub(crate) struct Rank {
     pub engine: Engine,
     pub pool: usize,
     pub worker: u32,
+    /// Its data-parallel rank within the worker.
+    pub dp_rank: u32,
     /// Global index of its worker.
     pub group: usize,
     /// Whether it computed a pass in its worker's current pass.

@@ -241,7 +241,24 @@ impl Router {
             let tied: Vec<usize> = (0..self.targets).filter(|&t| costs[t] == best).collect();
             tied[self.rng.random_range(0..tied.len())]
         };
+        #[cfg(feature = "route-trace")]
+        self.trace(q, &overlaps, &costs, target);
         Placement { target, overlap_blocks: overlaps[target] }
+    }
+
+    /// One line per decision: request, time, chosen target, how many tied at the lowest cost,
+    /// then each target's overlap, prefill tokens, active blocks and cost.
+    #[cfg(feature = "route-trace")]
+    fn trace(&self, q: &RouteQuery, overlaps: &[u32], costs: &[f64], target: usize) {
+        let best = costs.iter().copied().fold(f64::INFINITY, f64::min);
+        let tied = costs.iter().filter(|&&c| c == best).count();
+        let per_target: Vec<String> = (0..self.targets)
+            .map(|t| {
+                let l = &self.loads[t];
+                format!("{t}:ov={},pf={},act={},cost={}", overlaps[t], l.prefill_tokens, l.active.len(), costs[t])
+            })
+            .collect();
+        eprintln!("route id={} t={} isl={} -> {target} tied={tied} | {}", q.id, q.now_ms, q.prompt_tokens, per_target.join(" "));
     }
 
     fn sample_softmax(&mut self, costs: &[f64]) -> usize {
