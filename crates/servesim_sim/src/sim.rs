@@ -7,6 +7,7 @@
 use crate::SimError;
 use crate::cluster::fleet::{Fleet, Pool, Rank, Role, Worker};
 use crate::cluster::handoff::{Decision, Handoff, prompt_hashes};
+use crate::cluster::router::UNBOUNDED_BATCH_TOKENS;
 use crate::cluster::{RouteQuery, Router, RouterConfig};
 use crate::queue::{EventKind, EventQueue};
 use crate::report::timeseries::Recorder;
@@ -112,6 +113,8 @@ impl Simulation {
         // Each pool draws its routing ties from its own stream of the scenario's seed.
         let router = Router::new(cfg.router_mode, router_cfg, targets, launch.engine.block_size(), mix64(cfg.seed ^ pool_index as u64))
             .with_event_lag(cfg.kv_event_lag_ms);
+        // A disaggregated decode pool's KV events do not reach its router: it places by load.
+        let router = if role == Role::Decode { router.without_kv_events() } else { router };
         let profile = cfg.profiles.get(&launch.engine);
         for w in 0..workers {
             let group = fleet.workers.len();
@@ -143,7 +146,7 @@ impl Simulation {
             workers: workers as usize,
             dp_size: launch.dp_size as usize,
             block_size: launch.engine.block_size(),
-            max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(u64::MAX, u64::from),
+            max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(UNBOUNDED_BATCH_TOKENS, u64::from),
             args: launch.engine.clone(),
             queued: Default::default(),
         });
@@ -302,12 +305,18 @@ impl Simulation {
                 self.apply_decisions();
                 continue;
             }
-            let p = &mut self.fleet.pools[Fleet::ENTRY];
-            if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
-                p.queued.push_back(i);
-            } else {
-                self.route(Fleet::ENTRY, i);
-            }
+            self.admit(Fleet::ENTRY, i);
+        }
+    }
+
+    /// Request `i` comes to `pool`'s router: routed now, or queued while every target is
+    /// busy or others wait before it.
+    fn admit(&mut self, pool: usize, i: u32) {
+        let p = &self.fleet.pools[pool];
+        if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
+            self.enqueue(pool, i);
+        } else {
+            self.route(pool, i, None);
         }
     }
 
@@ -356,14 +365,28 @@ impl Simulation {
         RunReport { collector: self.collector, timeseries: self.recorder.finish(), columns: self.columns, block_size }
     }
 
+    /// Request `i` waits in `pool`'s router queue, with the overlaps its router sees now.
+    fn enqueue(&mut self, pool: usize, i: u32) {
+        let req = self.workload.request(i as usize, i as u64);
+        let p = &mut self.fleet.pools[pool];
+        let hashes = if p.router.is_kv_aware() { prompt_hashes(&req, p.block_size, &mut self.scratch) } else { Vec::new() };
+        let query = RouteQuery { id: i as u64, now_ms: self.now_ms, prompt_tokens: req.prompt.len(), block_hashes: &hashes };
+        let overlaps = if p.router.is_kv_aware() { p.router.overlaps(&query) } else { Vec::new() };
+        p.queued.push_back((i, overlaps));
+    }
+
     /// Sends request `i` to a rank of `pool`: prompt work for the aggregated and prefill
     /// pools (the prefill pool computes the prompt and hands over, so it asks for 1 token).
-    fn route(&mut self, pool: usize, i: u32) {
+    /// A request leaving the router's queue brings the overlaps seen at its arrival.
+    fn route(&mut self, pool: usize, i: u32, queued_overlaps: Option<&[u32]>) {
         let mut req = self.workload.request(i as usize, i as u64);
         let p = &mut self.fleet.pools[pool];
         let hashes = if p.router.is_kv_aware() { prompt_hashes(&req, p.block_size, &mut self.scratch) } else { Vec::new() };
         let query = RouteQuery { id: i as u64, now_ms: self.now_ms, prompt_tokens: req.prompt.len(), block_hashes: &hashes };
-        let placement = p.router.route(&query);
+        let placement = match queued_overlaps {
+            Some(overlaps) => p.router.route_with(&query, overlaps),
+            None => p.router.route(&query),
+        };
         let rank = p.rank_of(placement.target);
         self.collector.records[i as usize].router_overlap_blocks = placement.overlap_blocks;
         if p.role == Role::Prefill {
@@ -397,7 +420,7 @@ impl Simulation {
         let decisions: Vec<Decision> = h.take_decisions().collect();
         for d in decisions {
             match d {
-                Decision::Prefill(i) => self.route(prefill_pool, i),
+                Decision::Prefill(i) => self.route(prefill_pool, i, None),
                 Decision::Transfer { request, rank, at_ms } => {
                     self.events.push(at_ms, EventKind::TransferDone { request, rank: rank as u32 })
                 }
@@ -551,8 +574,8 @@ impl Simulation {
         while !self.fleet.pools[pool].queued.is_empty()
             && !self.fleet.pools[pool].router.all_busy(self.fleet.pools[pool].max_num_batched_tokens)
         {
-            let i = self.fleet.pools[pool].queued.pop_front().expect("non-empty");
-            self.route(pool, i);
+            let (i, overlaps) = self.fleet.pools[pool].queued.pop_front().expect("non-empty");
+            self.route(pool, i, Some(&overlaps));
         }
     }
 

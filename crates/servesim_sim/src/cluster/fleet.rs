@@ -32,10 +32,12 @@ pub(crate) struct Pool {
     pub workers: usize,
     pub dp_size: usize,
     pub block_size: u32,
+    /// Its engines' batch budget, as the router's queue threshold reads it.
     pub max_num_batched_tokens: u64,
     pub args: EngineArgs,
-    /// Requests held by the router while every target is busy (FCFS).
-    pub queued: VecDeque<u32>,
+    /// Requests held by the router while every target is busy (FCFS), each with the overlaps
+    /// the router saw at its arrival (see [`Router::overlaps`]).
+    pub queued: VecDeque<(u32, Vec<u32>)>,
 }
 
 impl Pool {

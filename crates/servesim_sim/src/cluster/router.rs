@@ -1,10 +1,43 @@
 //! Request placement over routing targets (each a worker's data-parallel rank).
 //!
-//! The KV-aware router follows Dynamo's cost, in block units, lowest wins:
-//! `prefill_load_scale × max(0, (active prefill tokens + prompt)/block − credit × overlap) +
-//! active blocks + request blocks not already active`. It knows what each target caches
-//! only from the KV events engines publish at pass end (the [`Indexer`]), and tracks load from
-//! request lifecycle edges: routing adds, first token drops the prefill charge, the end frees.
+//! # The KV-aware router
+//!
+//! As Dynamo 1.6.1's offline replay runs it (`dynamo-kv-router`'s default worker selector over
+//! its active-sequence tracker, driven by the mocker's replay router). Every target costs, in
+//! blocks, and the lowest wins:
+//!
+//! ```text
+//! prefill_load_scale × max(0, (active prefill tokens + prompt tokens) / block − credit × overlap)
+//!   + active blocks + prompt blocks not already active
+//!   + decode_active_request_weight × active requests
+//! ```
+//!
+//! - A prompt's *blocks* are its full blocks, by sequence hash: a partial tail block is neither
+//!   matched nor tracked (the reference tracks a request by its complete blocks, and its cost
+//!   leaves the untracked tail out).
+//! - *overlap*: the leading prompt blocks the target is known to cache, from the KV events its
+//!   engine publishes at each pass end (the [`Indexer`]), `kv_event_lag_ms` late. The replay
+//!   indexes them whatever `use_kv_events` says; only the decode pool of disaggregated serving
+//!   sees none. The overlap is looked up whatever the credit: with `overlap_score_credit` 0 it
+//!   still lowers the request's prefill charge and is still reported.
+//! - *credit*: `overlap_score_credit`, times `1 / (1 + overlap_score_credit_decay × excess)`
+//!   when that decay is set, `excess` being the target's active prefill tokens above the least
+//!   loaded target's, in blocks, per block of the prompt (rounded up).
+//! - *active prefill tokens*: per routed request whose first token has not come, its prompt
+//!   less the overlap it was routed with, fixed then. Without `router_track_prefill_tokens`
+//!   there are none and the whole prefill term is 0, the prompt's own tokens included.
+//! - *active blocks*: the distinct blocks of the target's routed requests until they end (none
+//!   without `router_track_active_blocks`; without `router_assume_kv_reuse` every request's
+//!   blocks are its own). *Active requests*: routed and not ended.
+//!
+//! Load follows request lifecycle edges: routing adds, the first token drops the prefill
+//! charge, the end frees everything. With `router_queue_threshold` set, an arrival waits in an
+//! FCFS queue while every target's active prefill tokens exceed threshold ×
+//! `max_num_batched_tokens` (or others wait before it); when it leaves, its cost uses current
+//! loads but the overlaps looked up at its arrival (the reference scores a queued request with
+//! the cache state it saw on arrival). Exact ties are broken by a generator seeded from the
+//! scenario's seed (the reference's are random); `router_temperature` > 0 samples a softmax
+//! over normalised costs instead.
 
 use super::indexer::Indexer;
 use rand::{Rng, SeedableRng};
@@ -30,9 +63,16 @@ pub enum RouterMode {
 #[serde(deny_unknown_fields, default)]
 pub struct RouterConfig {
     pub overlap_score_credit: f64,
+    /// How fast the overlap credit fades as a target's prefill backlog rises above the least
+    /// loaded target's; 0 (default) keeps it whole.
+    pub overlap_score_credit_decay: f64,
     pub prefill_load_scale: f64,
+    /// Blocks of cost per active request on a target (0 by default).
+    pub decode_active_request_weight: f64,
     /// 0: argmin; > 0: softmax over normalised costs.
     pub router_temperature: f64,
+    /// Accepted and ignored: the reference's offline replay indexes the engines' KV events
+    /// whatever it says (measured: a request still finds the prefix its predecessor cached).
     pub use_kv_events: bool,
     pub router_track_active_blocks: bool,
     pub router_assume_kv_reuse: bool,
@@ -46,7 +86,9 @@ impl Default for RouterConfig {
     fn default() -> Self {
         RouterConfig {
             overlap_score_credit: 1.0,
+            overlap_score_credit_decay: 0.0,
             prefill_load_scale: 1.0,
+            decode_active_request_weight: 0.0,
             router_temperature: 0.0,
             use_kv_events: true,
             router_track_active_blocks: true,
@@ -61,7 +103,9 @@ impl RouterConfig {
     pub fn validate(&self) -> Result<(), String> {
         for (name, v) in [
             ("overlap_score_credit", self.overlap_score_credit),
+            ("overlap_score_credit_decay", self.overlap_score_credit_decay),
             ("prefill_load_scale", self.prefill_load_scale),
+            ("decode_active_request_weight", self.decode_active_request_weight),
             ("router_temperature", self.router_temperature),
         ] {
             if !(v.is_finite() && v >= 0.0) {
@@ -76,13 +120,13 @@ impl RouterConfig {
         Ok(())
     }
 
-    /// The decode pool's router in disaggregated serving: load only.
+    /// The decode pool's router in disaggregated serving: load only (its pool publishes no
+    /// KV events to it either, see [`Router::without_kv_events`]).
     pub fn decode_pool(&self) -> Self {
         RouterConfig {
             overlap_score_credit: 0.0,
             router_assume_kv_reuse: false,
             router_track_prefill_tokens: false,
-            use_kv_events: false,
             ..self.clone()
         }
     }
@@ -92,6 +136,10 @@ impl RouterConfig {
         RouterConfig { router_track_active_blocks: false, ..self.clone() }
     }
 }
+
+/// The batch budget the router's queue threshold assumes for engines without one (the
+/// reference's `DEFAULT_MAX_BATCHED_TOKENS`).
+pub const UNBOUNDED_BATCH_TOKENS: u64 = 10_000_000;
 
 /// What the router needs to know about an arriving request.
 pub struct RouteQuery<'a> {
@@ -118,6 +166,8 @@ struct Load {
     /// Request-block hashes held by routed requests, refcounted.
     active: FxHashMap<u64, u32>,
     prefill_tokens: u64,
+    /// Routed requests that have not ended.
+    requests: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -137,6 +187,8 @@ pub struct Router {
     indexer: Indexer,
     loads: Vec<Load>,
     tracked: FxHashMap<u64, Tracked>,
+    /// Whether its pool's engines publish KV events to it (all but a disaggregated decode pool).
+    indexes_events: bool,
     /// How long KV events take to reach the indexer (Dynamo's `kv_event_lag_ms`), and those on
     /// their way: (published at, target, event), in publication order.
     event_lag_ms: f64,
@@ -155,6 +207,7 @@ impl Router {
             indexer: Indexer::default(),
             loads: vec![Load::default(); targets],
             tracked: FxHashMap::default(),
+            indexes_events: true,
             event_lag_ms: 0.0,
             in_transit: Default::default(),
         }
@@ -167,13 +220,20 @@ impl Router {
         self
     }
 
+    /// A router whose pool publishes it no KV events: the reference's disaggregated decode
+    /// pool, which places by load only.
+    pub fn without_kv_events(mut self) -> Self {
+        self.indexes_events = false;
+        self
+    }
+
     /// Whether routing needs the request's block hashes and the engines' KV events.
     pub fn is_kv_aware(&self) -> bool {
         self.mode == RouterMode::KvRouter
     }
 
     pub fn wants_kv_events(&self) -> bool {
-        self.is_kv_aware() && self.cfg.use_kv_events
+        self.is_kv_aware() && self.indexes_events
     }
 
     /// True when every target's prefill load is over the queue threshold.
@@ -187,7 +247,15 @@ impl Router {
         }
     }
 
+    /// Places an arriving request.
     pub fn route(&mut self, q: &RouteQuery) -> Placement {
+        let overlaps = if self.is_kv_aware() { self.overlaps(q) } else { Vec::new() };
+        self.route_with(q, &overlaps)
+    }
+
+    /// Each target's cached overlap with `q` now, after the KV events due by `q.now_ms`: what
+    /// a request entering the router's queue will be scored with when it leaves.
+    pub fn overlaps(&mut self, q: &RouteQuery) -> Vec<u32> {
         while let Some(&(at, target, _)) = self.in_transit.front() {
             if at + self.event_lag_ms > q.now_ms {
                 break;
@@ -195,6 +263,12 @@ impl Router {
             let (_, _, data) = self.in_transit.pop_front().expect("peeked");
             self.indexer.apply(target, &data);
         }
+        (0..self.targets).map(|t| self.indexer.overlap(t as u32, q.block_hashes)).collect()
+    }
+
+    /// Places a request given each target's overlap (KV-aware routing only; those of
+    /// [`Router::overlaps`], at its arrival).
+    pub fn route_with(&mut self, q: &RouteQuery, overlaps: &[u32]) -> Placement {
         let placement = match self.mode {
             RouterMode::RoundRobin => {
                 let t = self.next;
@@ -202,7 +276,7 @@ impl Router {
                 Placement { target: t, overlap_blocks: 0 }
             }
             RouterMode::Random => Placement { target: self.rng.random_range(0..self.targets), overlap_blocks: 0 },
-            RouterMode::KvRouter => self.route_kv(q),
+            RouterMode::KvRouter => self.route_kv(q, overlaps),
         };
         if self.is_kv_aware() {
             self.track(q, placement);
@@ -210,14 +284,26 @@ impl Router {
         placement
     }
 
-    fn cost(&self, t: usize, q: &RouteQuery, overlap: u32) -> f64 {
-        let bs = self.block_size as f64;
-        let load = &self.loads[t];
-        let prefill_tokens = if self.cfg.router_track_prefill_tokens { load.prefill_tokens } else { 0 };
-        let raw_prefill = (prefill_tokens + q.prompt_tokens as u64) as f64 / bs;
-        let adjusted = (raw_prefill - self.cfg.overlap_score_credit * overlap as f64).max(0.0);
-        let decode = if self.cfg.router_track_active_blocks {
-            let incoming = if self.cfg.router_assume_kv_reuse {
+    /// Target `t`'s cost for `q`, with `overlap` cached blocks there and `min_prefill` the least
+    /// active prefill load over all targets. Summed in the reference's order, so that exact
+    /// ties are ties here too.
+    fn cost(&self, t: usize, q: &RouteQuery, overlap: u32, min_prefill: u64) -> f64 {
+        let (cfg, load, bs) = (&self.cfg, &self.loads[t], self.block_size as f64);
+        let prefill = if cfg.router_track_prefill_tokens {
+            let decay = if cfg.overlap_score_credit_decay > 0.0 {
+                let excess_blocks = (load.prefill_tokens - min_prefill) as f64 / bs;
+                let prompt_blocks = q.prompt_tokens.div_ceil(self.block_size).max(1) as f64;
+                1.0 / (1.0 + cfg.overlap_score_credit_decay * (excess_blocks / prompt_blocks))
+            } else {
+                1.0
+            };
+            let raw = (load.prefill_tokens + q.prompt_tokens as u64) as f64 / bs;
+            cfg.prefill_load_scale * (raw - cfg.overlap_score_credit * decay * overlap as f64).max(0.0)
+        } else {
+            0.0
+        };
+        let decode = if cfg.router_track_active_blocks {
+            let incoming = if cfg.router_assume_kv_reuse {
                 q.block_hashes.iter().filter(|h| !load.active.contains_key(h)).count()
             } else {
                 q.block_hashes.len()
@@ -226,14 +312,12 @@ impl Router {
         } else {
             0.0
         };
-        self.cfg.prefill_load_scale * adjusted + decode
+        prefill + decode + cfg.decode_active_request_weight * load.requests as f64
     }
 
-    fn route_kv(&mut self, q: &RouteQuery) -> Placement {
-        let full = q.block_hashes;
-        let overlaps: Vec<u32> =
-            (0..self.targets).map(|t| if self.cfg.overlap_score_credit > 0.0 { self.indexer.overlap(t as u32, full) } else { 0 }).collect();
-        let costs: Vec<f64> = (0..self.targets).map(|t| self.cost(t, q, overlaps[t])).collect();
+    fn route_kv(&mut self, q: &RouteQuery, overlaps: &[u32]) -> Placement {
+        let min_prefill = self.loads.iter().map(|l| l.prefill_tokens).min().unwrap_or(0);
+        let costs: Vec<f64> = (0..self.targets).map(|t| self.cost(t, q, overlaps[t], min_prefill)).collect();
         let target = if self.cfg.router_temperature > 0.0 {
             self.sample_softmax(&costs)
         } else {
@@ -242,7 +326,7 @@ impl Router {
             tied[self.rng.random_range(0..tied.len())]
         };
         #[cfg(feature = "route-trace")]
-        self.trace(q, &overlaps, &costs, target);
+        self.trace(q, overlaps, &costs, target);
         Placement { target, overlap_blocks: overlaps[target] }
     }
 
@@ -279,6 +363,7 @@ impl Router {
 
     fn track(&mut self, q: &RouteQuery, p: Placement) {
         let load = &mut self.loads[p.target];
+        load.requests += 1;
         let uncached = (q.prompt_tokens as u64).saturating_sub(p.overlap_blocks as u64 * self.block_size as u64);
         let prefill_charge = if self.cfg.router_track_prefill_tokens { uncached } else { 0 };
         load.prefill_tokens += prefill_charge;
@@ -307,6 +392,7 @@ impl Router {
         if let Some(t) = self.tracked.remove(&id) {
             let load = &mut self.loads[t.target];
             load.prefill_tokens -= t.prefill_charge;
+            load.requests -= 1;
             for h in t.blocks {
                 if let Some(c) = load.active.get_mut(&h) {
                     *c -= 1;

@@ -7,6 +7,7 @@ mod dynosim;
 mod kvbm;
 mod proptest_indexer;
 mod reference_aborts;
+mod routing_patterns;
 mod steady_tokens;
 mod timeseries;
 mod unschedulable;
