@@ -388,7 +388,13 @@ impl Simulation {
             None => p.router.route(&query),
         };
         let rank = p.rank_of(placement.target);
-        self.collector.records[i as usize].router_overlap_blocks = placement.overlap_blocks;
+        // The report's overlap is that of the request's first routing decision, as the
+        // reference's: SGLang's hand-off routes the decode side first, which sees no KV
+        // events, so its requests report none.
+        let decode_routed_first = p.role == Role::Prefill && self.handoff.as_ref().is_some_and(|h| h.destination_first());
+        if !decode_routed_first {
+            self.collector.records[i as usize].router_overlap_blocks = placement.overlap_blocks;
+        }
         if p.role == Role::Prefill {
             req.max_output = 1;
             if let Some(h) = &mut self.handoff {
@@ -420,7 +426,7 @@ impl Simulation {
         let decisions: Vec<Decision> = h.take_decisions().collect();
         for d in decisions {
             match d {
-                Decision::Prefill(i) => self.route(prefill_pool, i, None),
+                Decision::Prefill(i) => self.admit(prefill_pool, i),
                 Decision::Transfer { request, rank, at_ms } => {
                     self.events.push(at_ms, EventKind::TransferDone { request, rank: rank as u32 })
                 }
@@ -511,6 +517,12 @@ impl Simulation {
                 self.apply_rank_pass(r, t);
             }
         }
+        if self.handoff.is_some() {
+            // The releases' KV events reach the router after the pass's own.
+            for r in self.fleet.workers[w].ranks.clone() {
+                self.fleet.publish_idle_events(r, t);
+            }
+        }
         for r in self.fleet.workers[w].ranks.clone() {
             if let Some(h) = &mut self.handoff {
                 h.at_boundary(r, t, &mut self.fleet, &self.workload);
@@ -554,7 +566,7 @@ impl Simulation {
             self.fleet.pools[pool].router.free(f.id);
             if role == Role::Aggregated && self.fleet.pools[pool].args.worker_type == WorkerType::Prefill {
                 // A prefill-type engine outside a disaggregated pool: nothing takes its KV.
-                self.fleet.ranks[r].engine.release_source(f.id);
+                self.fleet.release_source(r, f.id, t);
             }
             match (&f.outcome, role) {
                 (Outcome::Completed, Role::Prefill) => {

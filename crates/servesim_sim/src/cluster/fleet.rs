@@ -96,6 +96,25 @@ impl Fleet {
         self.workers[self.ranks[rank].group].busy
     }
 
+    /// KV events rank `rank` raised between passes reach its pool's router now (a prefill
+    /// worker caching a released prompt: the reference publishes a scheduler command's
+    /// events at once).
+    pub fn publish_idle_events(&mut self, rank: usize, now_ms: f64) {
+        let mut events = Vec::new();
+        self.ranks[rank].engine.take_idle_kv_events(&mut events);
+        if !events.is_empty() {
+            let pool = &mut self.pools[self.ranks[rank].pool];
+            let target = pool.target_of(rank);
+            pool.router.apply_events(target, &events, now_ms);
+        }
+    }
+
+    /// Rank `rank` lets request `id`'s held prompt go now; its KV events are published.
+    pub fn release_source(&mut self, rank: usize, id: u64, now_ms: f64) {
+        self.ranks[rank].engine.release_source(id);
+        self.publish_idle_events(rank, now_ms);
+    }
+
     /// The pool of `role`, if the cluster has one.
     pub fn pool_of(&self, role: Role) -> Option<usize> {
         self.pools.iter().position(|p| p.role == role)

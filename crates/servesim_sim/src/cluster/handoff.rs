@@ -126,6 +126,11 @@ impl Handoff {
         self.prefill_pool
     }
 
+    /// SGLang's order: each request is routed to the decode pool before the prefill pool.
+    pub fn destination_first(&self) -> bool {
+        self.destination_first
+    }
+
     /// The decisions taken since the last call, in order.
     pub fn take_decisions(&mut self) -> std::vec::Drain<'_, Decision> {
         self.decisions.drain(..)
@@ -151,7 +156,8 @@ impl Handoff {
     }
 
     /// Releases sent to prefill rank `r` during its pass are commands queued before anything
-    /// the pass's end causes, so their blocks join the LRU first (older, evicted sooner).
+    /// the pass's end causes, so their blocks join the LRU first (older, evicted sooner). Their
+    /// KV events reach the router after the pass's own (the caller publishes them then).
     pub fn release_sources(&mut self, r: usize, fleet: &mut Fleet) {
         for i in std::mem::take(&mut self.ranks[r].releases) {
             fleet.ranks[r].engine.release_source(i as u64);
@@ -180,7 +186,7 @@ impl Handoff {
     pub fn at_boundary(&mut self, r: usize, t: f64, fleet: &mut Fleet, workload: &Workload) {
         self.take_reservation(r, t, fleet, workload);
         for i in std::mem::take(&mut self.ranks[r].arrived) {
-            self.activate(i, r, fleet);
+            self.activate(i, r, t, fleet);
             self.take_reservation(r, t, fleet, workload);
         }
     }
@@ -201,7 +207,7 @@ impl Handoff {
             self.ranks[rank].arrived.push(i);
         } else {
             // The activation wakes an idle rank, which takes one pending reservation.
-            self.activate(i, rank, fleet);
+            self.activate(i, rank, t, fleet);
             self.take_reservation(rank, t, fleet, workload);
         }
     }
@@ -222,7 +228,7 @@ impl Handoff {
         // A prompt no decode pool holds fails only once routed (a round-robin turn is spent).
         if req.prompt.len().div_ceil(p.block_size) > p.args.num_gpu_blocks {
             p.router.free(i as u64);
-            self.fail(i, fleet, workload);
+            self.fail(i, t, fleet, workload);
             return;
         }
         let rank = p.rank_of(placement.target);
@@ -235,13 +241,13 @@ impl Handoff {
 
     /// No decode worker's pool can ever hold request `i`'s prompt: the hand-off fails at
     /// once (and the prefill rank, if it holds the prompt, lets it go).
-    fn fail(&mut self, i: u32, fleet: &mut Fleet, workload: &Workload) {
+    fn fail(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload) {
         let p = &fleet.pools[self.decode_pool];
         let blocks = workload.input_length(i as usize).div_ceil(p.block_size);
         let reason = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.args.num_gpu_blocks);
         self.decisions.push(Decision::Fail { request: i, reason });
         if let Some(&source) = self.source_rank.get(i as usize).filter(|&&r| r != u32::MAX) {
-            fleet.ranks[source as usize].engine.release_source(i as u64);
+            fleet.release_source(source as usize, i as u64, t);
         }
     }
 
@@ -281,7 +287,7 @@ impl Handoff {
             Reservation::Reserved { resident_blocks } => resident_blocks,
             Reservation::NoRoom => return false,
             Reservation::NeverFits => {
-                self.fail(i, fleet, workload);
+                self.fail(i, t, fleet, workload);
                 return true;
             }
         };
@@ -304,7 +310,7 @@ impl Handoff {
 
     /// The decode rank takes the request; the prefill rank that held its KV lets it go (a
     /// scheduler command, so a busy prefill rank frees it at its next boundary).
-    fn activate(&mut self, i: u32, rank: usize, fleet: &mut Fleet) {
+    fn activate(&mut self, i: u32, rank: usize, t: f64, fleet: &mut Fleet) {
         self.decisions.push(Decision::Activated { request: i, rank });
         let engine = &mut fleet.ranks[rank].engine;
         let before = engine.reservation_capacity();
@@ -318,7 +324,7 @@ impl Handoff {
         if fleet.busy(source) {
             self.ranks[source].releases.push(i);
         } else {
-            fleet.ranks[source].engine.release_source(i as u64);
+            fleet.release_source(source, i as u64, t);
         }
     }
 }

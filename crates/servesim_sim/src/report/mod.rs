@@ -51,7 +51,8 @@ pub struct RequestRecord {
     pub worker: u32,
     /// The data-parallel rank of `worker` it ran on.
     pub dp_rank: u32,
-    /// Leading prompt blocks the router believed its chosen worker cached (KV-aware routing).
+    /// Leading prompt blocks the router believed its chosen worker cached (KV-aware routing),
+    /// at the request's first routing decision.
     pub router_overlap_blocks: u32,
 }
 

@@ -14,7 +14,8 @@ pub enum Column {
     ReusedInputTokens,
     Readmissions,
     ArrivalMs,
-    /// Prompt tokens the router believed its chosen worker cached (KV-aware routing).
+    /// Prompt tokens the router believed its chosen worker cached (KV-aware routing), at the
+    /// request's first routing decision.
     RouterOverlapTokens,
     InputLength,
     Worker,

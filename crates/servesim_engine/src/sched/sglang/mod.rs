@@ -19,7 +19,7 @@ mod prefill_batch;
 mod request;
 
 use crate::args::{ArgsError, EngineArgs, SchedulePolicy, WorkerType};
-use crate::kv::{EventSink, ROOT, RadixCache};
+use crate::kv::{EventSink, KvEvent, ROOT, RadixCache};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
 use crate::sched::contract::{RankSetup, Scheduler};
@@ -342,6 +342,10 @@ impl Scheduler for SglangCore {
             self.waiting.len(),
             self.retractions_total,
         )
+    }
+
+    fn take_idle_kv_events(&mut self, into: &mut Vec<KvEvent>) {
+        self.cache.events.drain_into(into);
     }
 
     fn check(&self) -> Result<(), String> {
