@@ -123,12 +123,7 @@ impl RouterConfig {
     /// The decode pool's router in disaggregated serving: load only (its pool publishes no
     /// KV events to it either, see [`Router::without_kv_events`]).
     pub fn decode_pool(&self) -> Self {
-        RouterConfig {
-            overlap_score_credit: 0.0,
-            router_assume_kv_reuse: false,
-            router_track_prefill_tokens: false,
-            ..self.clone()
-        }
+        RouterConfig { overlap_score_credit: 0.0, router_assume_kv_reuse: false, router_track_prefill_tokens: false, ..self.clone() }
     }
 
     /// The prefill pool's router in disaggregated serving: no active-block tracking.

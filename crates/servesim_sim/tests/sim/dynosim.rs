@@ -9,8 +9,7 @@ use serde_json::Value;
 use std::path::Path;
 
 /// Cases servesim reproduces; each must match.
-const MUST_MATCH: &[&str] =
-    &["concurrency-4", "goodput-e2e", "goodput-ttft-itl", "kv-event-lag-2w", "max-sim-time", "sessions-open-loop"];
+const MUST_MATCH: &[&str] = &["concurrency-4", "goodput-e2e", "goodput-ttft-itl", "kv-event-lag-2w", "max-sim-time", "sessions-open-loop"];
 
 fn close(reference: &Value, got: &Value) -> bool {
     match (reference.as_f64(), got.as_f64()) {
