@@ -330,6 +330,13 @@ impl RadixCache {
         cur
     }
 
+    /// Publishes `pages`, held privately by a request whose cached prefix ends at `parent`,
+    /// as stored without caching them: the reference announces a page's block when the page
+    /// is allocated for complete tokens, whether or not it is in the tree yet.
+    pub fn announce_private(&mut self, parent: NodeId, pages: &[(u64, u64)]) {
+        self.announce(parent, pages);
+    }
+
     fn announce(&mut self, parent: NodeId, pages: &[(u64, u64)]) {
         let n = &self.nodes[parent as usize];
         let parent_hash = n.seqs.last().copied();

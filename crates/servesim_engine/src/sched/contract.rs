@@ -2,6 +2,7 @@
 //! [`HandOff`] is the part only disaggregated serving uses; [`RankSetup`] says where a core
 //! runs. The data a pass hands back is in `output.rs`.
 
+use crate::kv::KvEvent;
 use crate::metrics::RankMetrics;
 use crate::perf::interpolated::Profile;
 use crate::sched::output::{Finished, PassOutput, Reservation};
@@ -37,6 +38,11 @@ pub trait Scheduler: HandOff + std::fmt::Debug {
     fn abandon(&mut self, reason: &str) -> Vec<Finished>;
 
     fn metrics(&self) -> RankMetrics;
+
+    /// KV events raised between passes (an SGLang prefill worker caching a prompt it was told
+    /// to release), moved into `into`: the reference publishes a scheduler command's events
+    /// at once, not with the next pass.
+    fn take_idle_kv_events(&mut self, into: &mut Vec<KvEvent>);
 
     /// Checks internal invariants (blocks balance); for tests and debug builds.
     fn check(&self) -> Result<(), String>;

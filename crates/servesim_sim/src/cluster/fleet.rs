@@ -2,6 +2,7 @@
 //! worker a group of data-parallel ranks, each rank one engine core.
 
 use super::router::Router;
+use servesim_engine::kv::KvEvent;
 use servesim_engine::perf::interpolated::Profile;
 use servesim_engine::{Engine, EngineArgs, LaunchConfig, PassOutput};
 use std::collections::VecDeque;
@@ -35,14 +36,16 @@ pub(crate) struct Pool {
     pub target_rank: Vec<usize>,
     pub dp_size: usize,
     pub block_size: u32,
+    /// Its engines' batch budget, as the router's queue threshold reads it.
     pub max_num_batched_tokens: u64,
     /// What its workers run (new workers are built from it), and their timing profile.
     pub launch: LaunchConfig,
     pub profile: Option<Arc<Profile>>,
     /// A new worker takes this long to become ready (ms; Dynamo's `startup_time`).
     pub startup_ms: f64,
-    /// Requests held by the router while every target is busy (FCFS).
-    pub queued: VecDeque<u32>,
+    /// Requests held by the router while every target is busy (FCFS), each with the overlaps
+    /// the router saw at its arrival (see [`Router::overlaps`]).
+    pub queued: VecDeque<(u32, Vec<u32>)>,
 }
 
 impl Pool {
@@ -88,6 +91,8 @@ pub(crate) struct Rank {
     pub engine: Engine,
     pub pool: usize,
     pub worker: u32,
+    /// Its data-parallel rank within the worker.
+    pub dp_rank: u32,
     /// Global index of its worker.
     pub group: usize,
     /// Whether it computed a pass in its worker's current pass.
@@ -111,6 +116,9 @@ pub(crate) struct Fleet {
     pub pools: Vec<Pool>,
     pub workers: Vec<Worker>,
     pub ranks: Vec<Rank>,
+    /// KV events published between passes (rank, event), kept for the event stream while one
+    /// is recorded.
+    pub idle_events: Option<Vec<(usize, KvEvent)>>,
 }
 
 impl Fleet {
@@ -119,6 +127,27 @@ impl Fleet {
 
     pub fn busy(&self, rank: usize) -> bool {
         self.workers[self.ranks[rank].group].busy
+    }
+
+    /// KV events rank `rank` raised between passes reach its pool's router now (a prefill
+    /// worker caching a released prompt: the reference publishes a scheduler command's
+    /// events at once).
+    pub fn publish_idle_events(&mut self, rank: usize, now_ms: f64) {
+        let mut events = Vec::new();
+        self.ranks[rank].engine.take_idle_kv_events(&mut events);
+        if !events.is_empty() {
+            let target = self.ranks[rank].target;
+            self.pools[self.ranks[rank].pool].router.apply_events(target, &events, now_ms);
+            if let Some(log) = &mut self.idle_events {
+                log.extend(events.into_iter().map(|e| (rank, e)));
+            }
+        }
+    }
+
+    /// Rank `rank` lets request `id`'s held prompt go now; its KV events are published.
+    pub fn release_source(&mut self, rank: usize, id: u64, now_ms: f64) {
+        self.ranks[rank].engine.release_source(id);
+        self.publish_idle_events(rank, now_ms);
     }
 
     /// The pool of `role`, if the cluster has one.

@@ -1,10 +1,43 @@
 //! Request placement over routing targets (each a worker's data-parallel rank).
 //!
-//! The KV-aware router follows Dynamo's cost, in block units, lowest wins:
-//! `prefill_load_scale × max(0, (active prefill tokens + prompt)/block − credit × overlap) +
-//! active blocks + request blocks not already active`. It knows what each target caches
-//! only from the KV events engines publish at pass end (the [`Indexer`]), and tracks load from
-//! request lifecycle edges: routing adds, first token drops the prefill charge, the end frees.
+//! # The KV-aware router
+//!
+//! As Dynamo 1.6.1's offline replay runs it (`dynamo-kv-router`'s default worker selector over
+//! its active-sequence tracker, driven by the mocker's replay router). Every target costs, in
+//! blocks, and the lowest wins:
+//!
+//! ```text
+//! prefill_load_scale × max(0, (active prefill tokens + prompt tokens) / block − credit × overlap)
+//!   + active blocks + prompt blocks not already active
+//!   + decode_active_request_weight × active requests
+//! ```
+//!
+//! - A prompt's *blocks* are its full blocks, by sequence hash: a partial tail block is neither
+//!   matched nor tracked (the reference tracks a request by its complete blocks, and its cost
+//!   leaves the untracked tail out).
+//! - *overlap*: the leading prompt blocks the target is known to cache, from the KV events its
+//!   engine publishes at each pass end (the [`Indexer`]), `kv_event_lag_ms` late. The replay
+//!   indexes them whatever `use_kv_events` says; only the decode pool of disaggregated serving
+//!   sees none. The overlap is looked up whatever the credit: with `overlap_score_credit` 0 it
+//!   still lowers the request's prefill charge and is still reported.
+//! - *credit*: `overlap_score_credit`, times `1 / (1 + overlap_score_credit_decay × excess)`
+//!   when that decay is set, `excess` being the target's active prefill tokens above the least
+//!   loaded target's, in blocks, per block of the prompt (rounded up).
+//! - *active prefill tokens*: per routed request whose first token has not come, its prompt
+//!   less the overlap it was routed with, fixed then. Without `router_track_prefill_tokens`
+//!   there are none and the whole prefill term is 0, the prompt's own tokens included.
+//! - *active blocks*: the distinct blocks of the target's routed requests until they end (none
+//!   without `router_track_active_blocks`; without `router_assume_kv_reuse` every request's
+//!   blocks are its own). *Active requests*: routed and not ended.
+//!
+//! Load follows request lifecycle edges: routing adds, the first token drops the prefill
+//! charge, the end frees everything. With `router_queue_threshold` set, an arrival waits in an
+//! FCFS queue while every target's active prefill tokens exceed threshold ×
+//! `max_num_batched_tokens` (or others wait before it); when it leaves, its cost uses current
+//! loads but the overlaps looked up at its arrival (the reference scores a queued request with
+//! the cache state it saw on arrival). Exact ties are broken by a generator seeded from the
+//! scenario's seed (the reference's are random); `router_temperature` > 0 samples a softmax
+//! over normalised costs instead.
 
 use super::indexer::Indexer;
 use rand::{Rng, SeedableRng};
@@ -30,9 +63,16 @@ pub enum RouterMode {
 #[serde(deny_unknown_fields, default)]
 pub struct RouterConfig {
     pub overlap_score_credit: f64,
+    /// How fast the overlap credit fades as a target's prefill backlog rises above the least
+    /// loaded target's; 0 (default) keeps it whole.
+    pub overlap_score_credit_decay: f64,
     pub prefill_load_scale: f64,
+    /// Blocks of cost per active request on a target (0 by default).
+    pub decode_active_request_weight: f64,
     /// 0: argmin; > 0: softmax over normalised costs.
     pub router_temperature: f64,
+    /// Accepted and ignored: the reference's offline replay indexes the engines' KV events
+    /// whatever it says (measured: a request still finds the prefix its predecessor cached).
     pub use_kv_events: bool,
     pub router_track_active_blocks: bool,
     pub router_assume_kv_reuse: bool,
@@ -46,7 +86,9 @@ impl Default for RouterConfig {
     fn default() -> Self {
         RouterConfig {
             overlap_score_credit: 1.0,
+            overlap_score_credit_decay: 0.0,
             prefill_load_scale: 1.0,
+            decode_active_request_weight: 0.0,
             router_temperature: 0.0,
             use_kv_events: true,
             router_track_active_blocks: true,
@@ -61,7 +103,9 @@ impl RouterConfig {
     pub fn validate(&self) -> Result<(), String> {
         for (name, v) in [
             ("overlap_score_credit", self.overlap_score_credit),
+            ("overlap_score_credit_decay", self.overlap_score_credit_decay),
             ("prefill_load_scale", self.prefill_load_scale),
+            ("decode_active_request_weight", self.decode_active_request_weight),
             ("router_temperature", self.router_temperature),
         ] {
             if !(v.is_finite() && v >= 0.0) {
@@ -76,15 +120,10 @@ impl RouterConfig {
         Ok(())
     }
 
-    /// The decode pool's router in disaggregated serving: load only.
+    /// The decode pool's router in disaggregated serving: load only (its pool publishes no
+    /// KV events to it either, see [`Router::without_kv_events`]).
     pub fn decode_pool(&self) -> Self {
-        RouterConfig {
-            overlap_score_credit: 0.0,
-            router_assume_kv_reuse: false,
-            router_track_prefill_tokens: false,
-            use_kv_events: false,
-            ..self.clone()
-        }
+        RouterConfig { overlap_score_credit: 0.0, router_assume_kv_reuse: false, router_track_prefill_tokens: false, ..self.clone() }
     }
 
     /// The prefill pool's router in disaggregated serving: no active-block tracking.
@@ -93,6 +132,10 @@ impl RouterConfig {
     }
 }
 
+/// The batch budget the router's queue threshold assumes for engines without one (the
+/// reference's `DEFAULT_MAX_BATCHED_TOKENS`).
+pub const UNBOUNDED_BATCH_TOKENS: u64 = 10_000_000;
+
 /// What the router needs to know about an arriving request.
 pub struct RouteQuery<'a> {
     pub id: u64,
@@ -100,10 +143,8 @@ pub struct RouteQuery<'a> {
     /// after they were published.
     pub now_ms: f64,
     pub prompt_tokens: u32,
-    /// Sequence hashes of the prompt's blocks (the last may be a partial block's unique id).
+    /// Sequence hashes of the prompt's full blocks.
     pub block_hashes: &'a [u64],
-    /// How many of `block_hashes` are full blocks (only those can overlap a cache).
-    pub full_blocks: u32,
 }
 
 /// A routing decision.
@@ -120,6 +161,8 @@ struct Load {
     /// Request-block hashes held by routed requests, refcounted.
     active: FxHashMap<u64, u32>,
     prefill_tokens: u64,
+    /// Routed requests that have not ended.
+    requests: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -139,6 +182,8 @@ pub struct Router {
     indexer: Indexer,
     loads: Vec<Load>,
     tracked: FxHashMap<u64, Tracked>,
+    /// Whether its pool's engines publish KV events to it (all but a disaggregated decode pool).
+    indexes_events: bool,
     /// How long KV events take to reach the indexer (Dynamo's `kv_event_lag_ms`), and those on
     /// their way: (published at, target, event), in publication order.
     event_lag_ms: f64,
@@ -180,6 +225,7 @@ impl Router {
             indexer: Indexer::default(),
             loads: vec![Load::default(); targets],
             tracked: FxHashMap::default(),
+            indexes_events: true,
             event_lag_ms: 0.0,
             in_transit: Default::default(),
             groups: (0..workers)
@@ -239,13 +285,20 @@ impl Router {
         self
     }
 
+    /// A router whose pool publishes it no KV events: the reference's disaggregated decode
+    /// pool, which places by load only.
+    pub fn without_kv_events(mut self) -> Self {
+        self.indexes_events = false;
+        self
+    }
+
     /// Whether routing needs the request's block hashes and the engines' KV events.
     pub fn is_kv_aware(&self) -> bool {
         self.mode == RouterMode::KvRouter
     }
 
     pub fn wants_kv_events(&self) -> bool {
-        self.is_kv_aware() && self.cfg.use_kv_events
+        self.is_kv_aware() && self.indexes_events
     }
 
     /// True when every target's prefill load is over the queue threshold.
@@ -259,7 +312,15 @@ impl Router {
         }
     }
 
+    /// Places an arriving request.
     pub fn route(&mut self, q: &RouteQuery) -> Placement {
+        let overlaps = if self.is_kv_aware() { self.overlaps(q) } else { Vec::new() };
+        self.route_with(q, &overlaps)
+    }
+
+    /// Each target's cached overlap with `q` now, after the KV events due by `q.now_ms`: what
+    /// a request entering the router's queue will be scored with when it leaves.
+    pub fn overlaps(&mut self, q: &RouteQuery) -> Vec<u32> {
         while let Some(&(at, target, _)) = self.in_transit.front() {
             if at + self.event_lag_ms > q.now_ms {
                 break;
@@ -267,6 +328,12 @@ impl Router {
             let (_, _, data) = self.in_transit.pop_front().expect("peeked");
             self.indexer.apply(target, &data);
         }
+        (0..self.targets).map(|t| self.indexer.overlap(t as u32, q.block_hashes)).collect()
+    }
+
+    /// Places a request given each target's overlap (KV-aware routing only; those of
+    /// [`Router::overlaps`], at its arrival).
+    pub fn route_with(&mut self, q: &RouteQuery, overlaps: &[u32]) -> Placement {
         let placement = match self.mode {
             RouterMode::RoundRobin => self.round_robin(),
             RouterMode::Random => {
@@ -278,7 +345,7 @@ impl Router {
                 };
                 Placement { target, overlap_blocks: 0 }
             }
-            RouterMode::KvRouter => self.route_kv(q),
+            RouterMode::KvRouter => self.route_kv(q, overlaps),
         };
         if self.is_kv_aware() {
             self.track(q, placement);
@@ -286,14 +353,26 @@ impl Router {
         placement
     }
 
-    fn cost(&self, t: usize, q: &RouteQuery, overlap: u32) -> f64 {
-        let bs = self.block_size as f64;
-        let load = &self.loads[t];
-        let prefill_tokens = if self.cfg.router_track_prefill_tokens { load.prefill_tokens } else { 0 };
-        let raw_prefill = (prefill_tokens + q.prompt_tokens as u64) as f64 / bs;
-        let adjusted = (raw_prefill - self.cfg.overlap_score_credit * overlap as f64).max(0.0);
-        let decode = if self.cfg.router_track_active_blocks {
-            let incoming = if self.cfg.router_assume_kv_reuse {
+    /// Target `t`'s cost for `q`, with `overlap` cached blocks there and `min_prefill` the least
+    /// active prefill load over all targets. Summed in the reference's order, so that exact
+    /// ties are ties here too.
+    fn cost(&self, t: usize, q: &RouteQuery, overlap: u32, min_prefill: u64) -> f64 {
+        let (cfg, load, bs) = (&self.cfg, &self.loads[t], self.block_size as f64);
+        let prefill = if cfg.router_track_prefill_tokens {
+            let decay = if cfg.overlap_score_credit_decay > 0.0 {
+                let excess_blocks = (load.prefill_tokens - min_prefill) as f64 / bs;
+                let prompt_blocks = q.prompt_tokens.div_ceil(self.block_size).max(1) as f64;
+                1.0 / (1.0 + cfg.overlap_score_credit_decay * (excess_blocks / prompt_blocks))
+            } else {
+                1.0
+            };
+            let raw = (load.prefill_tokens + q.prompt_tokens as u64) as f64 / bs;
+            cfg.prefill_load_scale * (raw - cfg.overlap_score_credit * decay * overlap as f64).max(0.0)
+        } else {
+            0.0
+        };
+        let decode = if cfg.router_track_active_blocks {
+            let incoming = if cfg.router_assume_kv_reuse {
                 q.block_hashes.iter().filter(|h| !load.active.contains_key(h)).count()
             } else {
                 q.block_hashes.len()
@@ -302,7 +381,7 @@ impl Router {
         } else {
             0.0
         };
-        self.cfg.prefill_load_scale * adjusted + decode
+        prefill + decode + cfg.decode_active_request_weight * load.requests as f64
     }
 
     /// The next ready worker after the last one chosen (by position among the ready ones),
@@ -323,15 +402,15 @@ impl Router {
         Placement { target, overlap_blocks: 0 }
     }
 
-    fn route_kv(&mut self, q: &RouteQuery) -> Placement {
-        let full = &q.block_hashes[..q.full_blocks as usize];
-        let overlaps: Vec<u32> =
-            (0..self.targets).map(|t| if self.cfg.overlap_score_credit > 0.0 { self.indexer.overlap(t as u32, full) } else { 0 }).collect();
+    fn route_kv(&mut self, q: &RouteQuery, overlaps: &[u32]) -> Placement {
+        // Workers not (or no longer) ready take nothing and weigh in no minimum.
+        let min_prefill = (0..self.targets).filter(|&t| self.eligible[t]).map(|t| self.loads[t].prefill_tokens).min().unwrap_or(0);
         let costs: Vec<f64> =
-            (0..self.targets).map(|t| if self.eligible[t] { self.cost(t, q, overlaps[t]) } else { f64::INFINITY }).collect();
+            (0..self.targets).map(|t| if self.eligible[t] { self.cost(t, q, overlaps[t], min_prefill) } else { f64::INFINITY }).collect();
         if self.trace {
             self.last_costs.clone_from(&costs);
-            self.last_overlaps.clone_from(&overlaps);
+            self.last_overlaps.clear();
+            self.last_overlaps.extend_from_slice(overlaps);
         }
         let target = if self.cfg.router_temperature > 0.0 {
             self.sample_softmax(&costs)
@@ -340,7 +419,24 @@ impl Router {
             let tied: Vec<usize> = (0..self.targets).filter(|&t| costs[t] == best).collect();
             tied[self.rng.random_range(0..tied.len())]
         };
+        #[cfg(feature = "route-trace")]
+        self.print_route(q, overlaps, &costs, target);
         Placement { target, overlap_blocks: overlaps[target] }
+    }
+
+    /// One line per decision: request, time, chosen target, how many tied at the lowest cost,
+    /// then each target's overlap, prefill tokens, active blocks and cost.
+    #[cfg(feature = "route-trace")]
+    fn print_route(&self, q: &RouteQuery, overlaps: &[u32], costs: &[f64], target: usize) {
+        let best = costs.iter().copied().fold(f64::INFINITY, f64::min);
+        let tied = costs.iter().filter(|&&c| c == best).count();
+        let per_target: Vec<String> = (0..self.targets)
+            .map(|t| {
+                let l = &self.loads[t];
+                format!("{t}:ov={},pf={},act={},cost={}", overlaps[t], l.prefill_tokens, l.active.len(), costs[t])
+            })
+            .collect();
+        eprintln!("route id={} t={} isl={} -> {target} tied={tied} | {}", q.id, q.now_ms, q.prompt_tokens, per_target.join(" "));
     }
 
     fn sample_softmax(&mut self, costs: &[f64]) -> usize {
@@ -367,6 +463,7 @@ impl Router {
 
     fn track(&mut self, q: &RouteQuery, p: Placement) {
         let load = &mut self.loads[p.target];
+        load.requests += 1;
         let uncached = (q.prompt_tokens as u64).saturating_sub(p.overlap_blocks as u64 * self.block_size as u64);
         let prefill_charge = if self.cfg.router_track_prefill_tokens { uncached } else { 0 };
         load.prefill_tokens += prefill_charge;
@@ -395,6 +492,7 @@ impl Router {
         if let Some(t) = self.tracked.remove(&id) {
             let load = &mut self.loads[t.target];
             load.prefill_tokens -= t.prefill_charge;
+            load.requests -= 1;
             for h in t.blocks {
                 if let Some(c) = load.active.get_mut(&h) {
                     *c -= 1;
@@ -438,7 +536,7 @@ mod tests {
     fn a_stored_event_attracts_the_request_and_its_removal_releases_it() {
         let mut r = Router::new(RouterMode::KvRouter, RouterConfig::default(), 2, 1, 16, 1);
         let hashes = [11, 12, 13, 14];
-        let q = |id| RouteQuery { id, now_ms: 0.0, prompt_tokens: 64, block_hashes: &hashes, full_blocks: 4 };
+        let q = |id| RouteQuery { id, now_ms: 0.0, prompt_tokens: 64, block_hashes: &hashes };
         // Cold: both cost the same; no cache anywhere.
         let stored = KvEventData::Stored {
             parent_hash: None,
@@ -465,9 +563,9 @@ mod tests {
     fn load_moves_requests_away_and_is_released_on_lifecycle_edges() {
         let mut r = Router::new(RouterMode::KvRouter, RouterConfig::default(), 2, 1, 16, 7);
         let a = [1u64, 2, 3, 4];
-        let p0 = r.route(&RouteQuery { id: 1, now_ms: 0.0, prompt_tokens: 64, block_hashes: &a, full_blocks: 4 });
+        let p0 = r.route(&RouteQuery { id: 1, now_ms: 0.0, prompt_tokens: 64, block_hashes: &a });
         let b = [5u64, 6, 7, 8];
-        let p1 = r.route(&RouteQuery { id: 2, now_ms: 0.0, prompt_tokens: 64, block_hashes: &b, full_blocks: 4 });
+        let p1 = r.route(&RouteQuery { id: 2, now_ms: 0.0, prompt_tokens: 64, block_hashes: &b });
         assert_ne!(p0.target, p1.target, "the loaded target costs more");
         r.prefill_done(1);
         r.free(1);
@@ -477,7 +575,7 @@ mod tests {
 
     #[test]
     fn round_robin_and_random_are_deterministic() {
-        let q = RouteQuery { id: 0, now_ms: 0.0, prompt_tokens: 1, block_hashes: &[], full_blocks: 0 };
+        let q = RouteQuery { id: 0, now_ms: 0.0, prompt_tokens: 1, block_hashes: &[] };
         let mut rr = Router::new(RouterMode::RoundRobin, RouterConfig::default(), 3, 1, 16, 0);
         assert_eq!((0..6).map(|_| rr.route(&q).target).collect::<Vec<_>>(), vec![0, 1, 2, 0, 1, 2]);
         let pick = |seed| {

@@ -52,7 +52,10 @@ pub struct RequestRecord {
     pub readmissions: u32,
     pub status: Status,
     pub worker: u32,
-    /// Leading prompt blocks the router believed its chosen worker cached (KV-aware routing).
+    /// The data-parallel rank of `worker` it ran on.
+    pub dp_rank: u32,
+    /// Leading prompt blocks the router believed its chosen worker cached (KV-aware routing),
+    /// at the request's first routing decision.
     pub router_overlap_blocks: u32,
 }
 
@@ -190,6 +193,7 @@ impl Collector {
             readmissions: 0,
             status: Status::Pending,
             worker: 0,
+            dp_rank: 0,
             ttst_ms: None,
             router_overlap_blocks: 0,
         });

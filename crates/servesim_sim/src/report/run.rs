@@ -14,10 +14,13 @@ pub enum Column {
     ReusedInputTokens,
     Readmissions,
     ArrivalMs,
-    /// Prompt tokens the router believed its chosen worker cached (KV-aware routing).
+    /// Prompt tokens the router believed its chosen worker cached (KV-aware routing), at the
+    /// request's first routing decision.
     RouterOverlapTokens,
     InputLength,
     Worker,
+    /// The data-parallel rank of the worker that served it (0 without DP ranks).
+    DpRank,
 }
 
 impl Column {
@@ -25,7 +28,7 @@ impl Column {
     pub const DEFAULT: [Column; 5] =
         [Column::FirstTokenMs, Column::EndMs, Column::OutputTokens, Column::ReusedInputTokens, Column::Readmissions];
 
-    const NAMES: [(&'static str, Column); 9] = [
+    const NAMES: [(&'static str, Column); 10] = [
         ("first_token_ms", Column::FirstTokenMs),
         ("end_ms", Column::EndMs),
         ("output_tokens", Column::OutputTokens),
@@ -35,6 +38,7 @@ impl Column {
         ("router_overlap_tokens", Column::RouterOverlapTokens),
         ("input_length", Column::InputLength),
         ("worker", Column::Worker),
+        ("dp_rank", Column::DpRank),
     ];
 
     pub fn parse(name: &str) -> Result<Column, String> {
@@ -55,6 +59,7 @@ impl Column {
             Column::RouterOverlapTokens => json!(r.router_overlap_blocks * block_size),
             Column::InputLength => json!(r.input_length),
             Column::Worker => json!(r.worker),
+            Column::DpRank => json!(r.dp_rank),
         }
     }
 }

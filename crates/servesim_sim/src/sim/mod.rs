@@ -10,6 +10,7 @@ mod scaling;
 use crate::SimError;
 use crate::cluster::fleet::{Fleet, Pool, Rank, Role, Worker, WorkerState};
 use crate::cluster::handoff::{Decision, Handoff, prompt_hashes};
+use crate::cluster::router::UNBOUNDED_BATCH_TOKENS;
 use crate::cluster::{RouteQuery, Router, RouterConfig};
 use crate::planner::Planner;
 use crate::queue::{EventKind, EventQueue};
@@ -20,7 +21,7 @@ use crate::scenario::SimConfig;
 use crate::workload::Workload;
 use crate::workload::driver::{Driver, Load};
 use servesim_engine::hash::mix64;
-use servesim_engine::kv::KvEventData;
+use servesim_engine::kv::{KvEvent, KvEventData};
 use servesim_engine::perf::duration_ms;
 use servesim_engine::{Engine, LaunchConfig, Outcome, PassOutput, RankSetup, WorkerType};
 use std::time::Duration;
@@ -137,6 +138,10 @@ impl Simulation {
         if role != Role::Aggregated {
             router = router.rotating_ranks();
         }
+        if role == Role::Decode {
+            // A disaggregated decode pool's KV events do not reach its router: it places by load.
+            router = router.without_kv_events();
+        }
         fleet.pools.push(Pool {
             role,
             router,
@@ -144,7 +149,7 @@ impl Simulation {
             target_rank: vec![usize::MAX; workers as usize * dp],
             dp_size: dp,
             block_size: launch.engine.block_size(),
-            max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(u64::MAX, u64::from),
+            max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(UNBOUNDED_BATCH_TOKENS, u64::from),
             launch: launch.clone(),
             profile: cfg.profiles.get(&launch.engine),
             startup_ms: launch.startup_time.unwrap_or(0.0) * 1000.0,
@@ -176,6 +181,7 @@ impl Simulation {
                 engine,
                 pool,
                 worker: id,
+                dp_rank: dp as u32,
                 group,
                 stepped: false,
                 pending: PassOutput::default(),
@@ -229,6 +235,7 @@ impl Simulation {
         for p in &mut self.fleet.pools {
             p.router.set_trace(true);
         }
+        self.fleet.idle_events = Some(Vec::new());
         self.event_sink = Some(sink);
         self
     }
@@ -239,8 +246,22 @@ impl Simulation {
     }
 
     fn emit(&mut self, t: f64, e: SimEvent<'_>) {
+        self.flush_idle_events();
         if let Some(sink) = &mut self.event_sink {
             sink.record(t, &e);
+        }
+    }
+
+    /// KV events published between passes (released prompts) go into the stream when they
+    /// happened, before whatever is recorded next.
+    fn flush_idle_events(&mut self) {
+        let Some(log) = self.fleet.idle_events.as_mut().filter(|l| !l.is_empty()) else { return };
+        let log = std::mem::take(log);
+        for (r, e) in &log {
+            let event = kv_event(self.place_of(*r), e);
+            if let Some(sink) = &mut self.event_sink {
+                sink.record(self.now_ms, &event);
+            }
         }
     }
 
@@ -248,7 +269,7 @@ impl Simulation {
     fn place_of(&self, r: usize) -> Place {
         let rank = &self.fleet.ranks[r];
         let worker = &self.fleet.workers[rank.group];
-        Place { pool: self.fleet.pools[rank.pool].role.name(), worker: worker.id, dp_rank: (r - worker.ranks.start) as u32 }
+        Place { pool: self.fleet.pools[rank.pool].role.name(), worker: worker.id, dp_rank: rank.dp_rank }
     }
 
     /// Which per-request columns the report writes (the conformance cases' five by default).
@@ -397,12 +418,18 @@ impl Simulation {
                 self.apply_decisions();
                 continue;
             }
-            let p = &mut self.fleet.pools[Fleet::ENTRY];
-            if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
-                p.queued.push_back(i);
-            } else {
-                self.route(Fleet::ENTRY, i);
-            }
+            self.admit(Fleet::ENTRY, i);
+        }
+    }
+
+    /// Request `i` comes to `pool`'s router: routed now, or queued while every target is
+    /// busy or others wait before it.
+    fn admit(&mut self, pool: usize, i: u32) {
+        let p = &self.fleet.pools[pool];
+        if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
+            self.enqueue(pool, i);
+        } else {
+            self.route(pool, i, None);
         }
     }
 
@@ -442,6 +469,7 @@ impl Simulation {
     /// Ends the run (early, if it is not done: unfinished requests stay pending).
     pub fn finish(mut self) -> RunReport {
         self.settle_open_streaks();
+        self.flush_idle_events();
         if self.checks && self.is_done() && !self.cut_off {
             let lost: Vec<usize> =
                 self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
@@ -452,30 +480,49 @@ impl Simulation {
         RunReport { collector: self.collector, timeseries: self.recorder.finish(), columns: self.columns, block_size, scaling }
     }
 
+    /// Request `i` waits in `pool`'s router queue, with the overlaps its router sees now.
+    fn enqueue(&mut self, pool: usize, i: u32) {
+        let req = self.workload.request(i as usize, i as u64);
+        let p = &mut self.fleet.pools[pool];
+        let hashes = if p.router.is_kv_aware() { prompt_hashes(&req, p.block_size, &mut self.scratch) } else { Vec::new() };
+        let query = RouteQuery { id: i as u64, now_ms: self.now_ms, prompt_tokens: req.prompt.len(), block_hashes: &hashes };
+        let overlaps = if p.router.is_kv_aware() { p.router.overlaps(&query) } else { Vec::new() };
+        p.queued.push_back((i, overlaps));
+    }
+
     /// Sends request `i` to a rank of `pool`: prompt work for the aggregated and prefill
     /// pools (the prefill pool computes the prompt and hands over, so it asks for 1 token).
-    fn route(&mut self, pool: usize, i: u32) {
+    /// A request leaving the router's queue brings the overlaps seen at its arrival.
+    fn route(&mut self, pool: usize, i: u32, queued_overlaps: Option<&[u32]>) {
         let mut req = self.workload.request(i as usize, i as u64);
         let p = &mut self.fleet.pools[pool];
-        let (hashes, full) = if p.router.is_kv_aware() { prompt_hashes(&req, p.block_size, &mut self.scratch) } else { (Vec::new(), 0) };
-        let query =
-            RouteQuery { id: i as u64, now_ms: self.now_ms, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full };
-        let placement = p.router.route(&query);
+        let hashes = if p.router.is_kv_aware() { prompt_hashes(&req, p.block_size, &mut self.scratch) } else { Vec::new() };
+        let query = RouteQuery { id: i as u64, now_ms: self.now_ms, prompt_tokens: req.prompt.len(), block_hashes: &hashes };
+        let placement = match queued_overlaps {
+            Some(overlaps) => p.router.route_with(&query, overlaps),
+            None => p.router.route(&query),
+        };
         let rank = p.rank_of(placement.target);
-        self.collector.records[i as usize].router_overlap_blocks = placement.overlap_blocks;
+        // The report's overlap is that of the request's first routing decision, as the
+        // reference's: SGLang's hand-off routes the decode side first, which sees no KV
+        // events, so its requests report none.
+        let decode_routed_first = p.role == Role::Prefill && self.handoff.as_ref().is_some_and(|h| h.destination_first());
+        if !decode_routed_first {
+            self.collector.records[i as usize].router_overlap_blocks = placement.overlap_blocks;
+        }
         if p.role == Role::Prefill {
             req.max_output = 1;
             if let Some(h) = &mut self.handoff {
                 h.prefill_routed(i, rank);
             }
         } else {
-            self.collector.records[i as usize].worker = self.fleet.ranks[rank].worker;
+            self.place(i, rank);
         }
         self.fleet.ranks[rank].engine.submit(req);
         if self.event_sink.is_some() {
+            self.flush_idle_events();
             let at = self.place_of(rank);
-            let decision = self.fleet.pools[pool].router.last_decision();
-            let (costs, overlap_blocks) = match decision {
+            let (costs, overlap_blocks) = match self.fleet.pools[pool].router.last_decision() {
                 Some((c, o)) => (Some(c), Some(o)),
                 None => (None, None),
             };
@@ -484,6 +531,12 @@ impl Simulation {
                 sink.record(self.now_ms, &event);
             }
         }
+    }
+
+    /// Request `i` is served (decodes) on rank `rank`: the report's worker and DP rank.
+    fn place(&mut self, i: u32, rank: usize) {
+        let (record, rank) = (&mut self.collector.records[i as usize], &self.fleet.ranks[rank]);
+        (record.worker, record.dp_rank) = (rank.worker, rank.dp_rank);
     }
 
     /// A prompt's KV reached its decode rank.
@@ -504,7 +557,7 @@ impl Simulation {
         let decisions: Vec<Decision> = h.take_decisions().collect();
         for d in decisions {
             match d {
-                Decision::Prefill(i) => self.route(prefill_pool, i),
+                Decision::Prefill(i) => self.admit(prefill_pool, i),
                 Decision::Transfer { request, rank, at_ms } => {
                     self.events.push(at_ms, EventKind::TransferDone { request, rank: rank as u32 });
                     if self.event_sink.is_some() {
@@ -512,7 +565,7 @@ impl Simulation {
                         self.emit(self.now_ms, SimEvent::TransferStart { request, at, ms: at_ms - self.now_ms });
                     }
                 }
-                Decision::Activated { request, rank } => self.collector.records[request as usize].worker = self.fleet.ranks[rank].worker,
+                Decision::Activated { request, rank } => self.place(request, rank),
                 Decision::Fail { request, reason } => self.finish_request(request, Status::Rejected, Some(reason)),
             }
         }
@@ -602,6 +655,12 @@ impl Simulation {
                 self.apply_rank_pass(r, t);
             }
         }
+        if self.handoff.is_some() {
+            // The releases' KV events reach the router after the pass's own.
+            for r in self.fleet.workers[w].ranks.clone() {
+                self.fleet.publish_idle_events(r, t);
+            }
+        }
         for r in self.fleet.workers[w].ranks.clone() {
             if let Some(h) = &mut self.handoff {
                 h.at_boundary(r, t, &mut self.fleet, &self.workload);
@@ -651,7 +710,7 @@ impl Simulation {
             self.fleet.pools[pool].router.free(f.id);
             if role == Role::Aggregated && self.fleet.pools[pool].args().worker_type == WorkerType::Prefill {
                 // A prefill-type engine outside a disaggregated pool: nothing takes its KV.
-                self.fleet.ranks[r].engine.release_source(f.id);
+                self.fleet.release_source(r, f.id, t);
             }
             match (&f.outcome, role) {
                 (Outcome::Completed, Role::Prefill) => {
@@ -671,8 +730,8 @@ impl Simulation {
         while !self.fleet.pools[pool].queued.is_empty()
             && !self.fleet.pools[pool].router.all_busy(self.fleet.pools[pool].max_num_batched_tokens)
         {
-            let i = self.fleet.pools[pool].queued.pop_front().expect("non-empty");
-            self.route(pool, i);
+            let (i, overlaps) = self.fleet.pools[pool].queued.pop_front().expect("non-empty");
+            self.route(pool, i, Some(&overlaps));
         }
     }
 
@@ -723,6 +782,7 @@ impl Simulation {
     /// events) and did (admissions, preemptions or retractions), then the pass itself with the
     /// KV pool as it left it.
     fn record_pass(&mut self, r: usize, out: &PassOutput, t: f64) {
+        self.flush_idle_events();
         let at = self.place_of(r);
         let start_ms = self.fleet.ranks[r].started_ms;
         let pass = SimEvent::Pass {
@@ -738,13 +798,7 @@ impl Simulation {
         let sglang = self.fleet.pools[self.fleet.ranks[r].pool].args().backend == servesim_engine::Backend::Sglang;
         let Some(sink) = &mut self.event_sink else { return };
         for e in &out.kv_events {
-            let event = match &e.data {
-                KvEventData::Stored { parent_hash, blocks } => {
-                    SimEvent::Stored { at, parent: *parent_hash, hashes: blocks.iter().map(|b| b.block_hash).collect() }
-                }
-                KvEventData::Removed { block_hashes } => SimEvent::Removed { at, hashes: block_hashes },
-            };
-            sink.record(t, &event);
+            sink.record(t, &kv_event(at, e));
         }
         for a in &out.admissions {
             let event = SimEvent::Admitted { request: a.id as u32, at, cached_tokens: a.reused_tokens, readmission: a.readmission };
@@ -786,5 +840,15 @@ impl Simulation {
         self.finished += 1;
         let output_tokens = self.collector.records[i as usize].output_tokens;
         self.driver.on_terminal(i, t, output_tokens, &mut self.workload);
+    }
+}
+
+/// A KV event as the stream tells it.
+fn kv_event(at: Place, e: &KvEvent) -> SimEvent<'_> {
+    match &e.data {
+        KvEventData::Stored { parent_hash, blocks } => {
+            SimEvent::Stored { at, parent: *parent_hash, hashes: blocks.iter().map(|b| b.block_hash).collect() }
+        }
+        KvEventData::Removed { block_hashes } => SimEvent::Removed { at, hashes: block_hashes },
     }
 }

@@ -13,6 +13,7 @@ const MUST_MATCH: &[&str] = &[
     "concurrency-4",
     "goodput-e2e",
     "goodput-ttft-itl",
+    "kv-event-lag-2w",
     "max-sim-time",
     "sessions-open-loop",
     "planner-agg-load",

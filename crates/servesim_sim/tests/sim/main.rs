@@ -8,6 +8,7 @@ mod events;
 mod kvbm;
 mod proptest_indexer;
 mod reference_aborts;
+mod routing_patterns;
 mod steady_tokens;
 mod timeseries;
 mod unschedulable;

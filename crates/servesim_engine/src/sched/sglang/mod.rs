@@ -19,7 +19,7 @@ mod prefill_batch;
 mod request;
 
 use crate::args::{ArgsError, EngineArgs, SchedulePolicy, WorkerType};
-use crate::kv::{EventSink, ROOT, RadixCache};
+use crate::kv::{EventSink, KvEvent, ROOT, RadixCache};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
 use crate::sched::contract::{KvBlocks, RankSetup, Scheduler};
@@ -379,6 +379,10 @@ impl Scheduler for SglangCore {
 
     fn set_forward_pass_metrics(&mut self, on: bool) {
         self.fpm = on;
+    }
+
+    fn take_idle_kv_events(&mut self, into: &mut Vec<KvEvent>) {
+        self.cache.events.drain_into(into);
     }
 
     fn check(&self) -> Result<(), String> {

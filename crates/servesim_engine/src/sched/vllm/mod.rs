@@ -12,7 +12,7 @@ mod handoff;
 
 use crate::args::{ArgsError, Backend, EngineArgs, KvManager, PreemptionMode, WorkerType};
 use crate::kv::kvbm::pool::KvbmPool;
-use crate::kv::{BlockPool, EventSink, Pool, SlotId};
+use crate::kv::{BlockPool, EventSink, KvEvent, Pool, SlotId};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
 use crate::sched::contract::{KvBlocks, RankSetup, Scheduler};
@@ -792,6 +792,10 @@ impl Scheduler for VllmCore {
     /// Every cache-visible block hash, sorted (for tests comparing with a router's indexer).
     fn cached_hashes(&self) -> Option<Vec<u64>> {
         Some(self.pool.cached_hashes())
+    }
+
+    fn take_idle_kv_events(&mut self, into: &mut Vec<KvEvent>) {
+        self.pool.events().drain_into(into);
     }
 
     fn check(&self) -> Result<(), String> {
