@@ -6,4 +6,5 @@ mod proptest_block_pool;
 mod proptest_kvbm;
 mod proptest_radix;
 mod sglang_scheduler;
+mod vllm_blocks;
 mod vllm_scheduler;
