@@ -135,6 +135,61 @@ fn max_model_len_ends_generation_at_the_limit() {
     assert_eq!((p.active, e.has_work()), (0, false));
 }
 
+// ---- the pool's size: rejected, unschedulable ----
+
+/// A prompt of exactly the pool's blocks is admitted; one token more is rejected on arrival.
+#[test]
+fn a_prompt_of_exactly_the_pool_is_admitted() {
+    let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 4}));
+    e.submit(req(1, 16, 1));
+    e.submit(req(2, 17, 1));
+    let p = step(&mut e);
+    assert_eq!(p.admitted, vec![(1, 0, false)]);
+    assert_eq!(p.finished, vec![rejected(2, "needs 5 KV blocks; the pool has 4"), (1, Outcome::Completed)]);
+}
+
+/// A request that outgrows the pool, alone, can never run again: it is unschedulable, and
+/// the reason says how far it grew. One whose prompt fills the pool exactly but exceeds the
+/// budget with chunked prefill off is unschedulable for the budget.
+#[test]
+fn unschedulable_requests_say_why() {
+    let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 4}));
+    e.submit(req(1, 12, 10));
+    let mut finished = Vec::new();
+    for _ in 0..8 {
+        finished.extend(step(&mut e).finished);
+    }
+    let reason = "grew to 17 tokens (5 KV blocks) and no longer fits the pool of 4 blocks";
+    assert_eq!(finished, vec![(1, Outcome::Unschedulable(reason.into()))]);
+
+    let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 4, "enable_chunked_prefill": false, "max_num_batched_tokens": 10}));
+    e.submit(req(1, 16, 1));
+    let reason = "prompt of 16 tokens exceeds max_num_batched_tokens 10 with chunked prefill off";
+    assert_eq!(step(&mut e).finished, vec![(1, Outcome::Unschedulable(reason.into()))]);
+}
+
+/// Block sizes that are not powers of two (the shift is for those that are): 3-token blocks
+/// taken and made visible as they fill.
+#[test]
+fn a_block_size_that_is_not_a_power_of_two() {
+    let mut e = engine(json!({"block_size": 3, "num_gpu_blocks": 64}));
+    e.submit(req(1, 7, 5));
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        let p = step(&mut e);
+        seen.push((p.active, p.cached));
+    }
+    // 7 tokens: 3 blocks, 2 full. Positions 7 and 8 fill the third; 9 takes a fourth; the
+    // fifth token ends the request.
+    assert_eq!(seen, vec![(3, 2), (3, 2), (3, 3), (4, 3), (0, 3)]);
+    e.submit(req(2, 12, 1));
+    e.submit(shared(3, 9, 1));
+    e.submit(shared(4, 9, 1));
+    let p = step(&mut e);
+    // Request 4 reuses request 3's first 2 blocks (the third is recomputed).
+    assert_eq!(p.admitted, vec![(2, 0, false), (3, 0, false), (4, 6, false)]);
+}
+
 // ---- prefix hits on admission ----
 
 /// An admission that hits blocks a running request holds pins them (one copy each) and
@@ -182,6 +237,20 @@ fn a_prefix_hit_on_inactive_blocks_pins_them() {
     assert_eq!(counts(&p), (1, 0, 5, 1));
 }
 
+/// A request with nothing to generate needs no logits, so its last block is not recomputed:
+/// a block-aligned prompt fully in the cache is admitted with nothing to compute and
+/// completes at once.
+#[test]
+fn a_fully_cached_prompt_with_no_output_computes_nothing() {
+    let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 8}));
+    e.submit(shared(1, 8, 1));
+    assert_eq!(step(&mut e).finished, vec![(1, Outcome::Completed)]);
+    e.submit(shared(2, 8, 0));
+    let p = step(&mut e);
+    assert_eq!((p.admitted.clone(), p.tokens.clone(), p.finished.clone()), (vec![(2, 8, false)], vec![], vec![(2, Outcome::Completed)]));
+    assert_eq!(counts(&p), (0, 0, 0, 8));
+}
+
 /// The admission check counts only the blocks the request would take: hit blocks another
 /// request holds are not counted again. Here request 2 fits exactly thanks to that.
 #[test]
@@ -197,6 +266,16 @@ fn the_admission_check_discounts_hit_blocks_others_hold() {
     assert_eq!(p.admitted, vec![(2, 12, false)]);
     assert_eq!(p.tokens, vec![1, 2]);
     assert_eq!(counts(&p), (5, 4, 6, 0));
+    // Request 2 needs a 5th block and is the newest: it preempts itself, dropping its own
+    // block (a cached copy). It would fit again at once (its 4 prompt blocks are request 1's),
+    // but a pass that preempted admits nobody.
+    let p = step(&mut e);
+    assert_eq!((p.preempted.clone(), p.tokens.clone(), p.admitted.clone()), (vec![2], vec![1], vec![]));
+    assert_eq!(counts(&p), (1, 0, 5, 1));
+    // Readmitted at the next pass: 16 tokens reused, 1 computed.
+    let p = step(&mut e);
+    assert_eq!((p.admitted.clone(), p.tokens.clone()), (vec![(2, 16, true)], vec![1, 2]));
+    assert_eq!(counts(&p), (2, 0, 6, 0));
 }
 
 /// Without the discount's counterpart (the hits held by nobody), a request needs its whole
@@ -238,6 +317,35 @@ fn a_preempted_request_is_readmitted_with_the_flag() {
     assert_eq!(p.admitted, vec![(2, 4, true)]);
     assert_eq!(p.tokens, vec![2]);
     assert_eq!(counts(&p), (5, 5, 3, 1));
+}
+
+/// A readmitted request recomputes its prompt and its generated tokens, in budget-sized
+/// chunks; the generated ones are not prefill, and the request emits again only once all are
+/// computed.
+#[test]
+fn a_readmitted_request_recomputes_its_generated_tokens_in_chunks() {
+    let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 8, "max_num_batched_tokens": 17, "enable_prefix_caching": false}));
+    e.submit(req(1, 8, 6));
+    e.submit(req(2, 16, 6));
+    let p = step(&mut e);
+    assert_eq!((p.admitted.clone(), p.tokens.clone()), (vec![(1, 0, false), (2, 0, false)], vec![1]));
+    assert_eq!(counts(&p), (17, 17, 5, 3));
+    let p = step(&mut e);
+    assert_eq!((p.tokens.clone(), counts(&p)), (vec![1, 2], (8, 7, 7, 1)));
+    for _ in 0..3 {
+        let p = step(&mut e);
+        assert_eq!((p.tokens.clone(), counts(&p)), (vec![1, 2], (2, 0, 8, 0)));
+    }
+    // Request 2 (20 tokens) needs a 6th block: it preempts itself. Request 1 completes.
+    let p = step(&mut e);
+    assert_eq!((p.preempted.clone(), p.tokens.clone(), p.finished.clone()), (vec![2], vec![1], vec![(1, Outcome::Completed)]));
+    // Readmitted: 17 of its 20 tokens (its 16 of prompt are prefill), then the other 3.
+    let p = step(&mut e);
+    assert_eq!((p.admitted.clone(), p.tokens.clone(), counts(&p)), (vec![(2, 0, true)], vec![], (17, 17, 5, 3)));
+    let p = step(&mut e);
+    assert_eq!((p.tokens.clone(), counts(&p)), (vec![2], (3, 0, 5, 3)));
+    let p = step(&mut e);
+    assert_eq!((p.tokens.clone(), p.finished.clone(), counts(&p)), (vec![2], vec![(2, Outcome::Completed)], (1, 0, 0, 8)));
 }
 
 /// FIFO preemption takes the oldest running request, which the walk already scheduled this
@@ -317,6 +425,20 @@ fn a_decode_without_a_new_block_spends_one_token_of_budget() {
     assert_eq!(counts(&p), (2, 0, 6, 58));
 }
 
+/// A prompt's last token, scheduled alone in a block the request already holds, is still
+/// prefill: it counts as committed prefill and is timed as a prefill chunk, not a decode step.
+#[test]
+fn a_prompts_last_token_alone_is_prefill() {
+    let timer = PassTimer::new(PerfModel::Polynomial(Polynomial), 1.0, 1.0);
+    let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 64, "max_num_batched_tokens": 6}));
+    e.submit(req(1, 7, 2));
+    let p = step(&mut e);
+    assert_eq!((p.scheduled, p.committed, p.active, p.duration), (6, 6, 2, timer.prefill(1, 6, 0)));
+    let p = step(&mut e);
+    assert_eq!((p.tokens.clone(), p.scheduled, p.committed, p.active), (vec![1], 1, 1, 2));
+    assert_eq!(p.duration, timer.prefill(1, 7, 6));
+}
+
 /// A decoding request's blocks become cache-visible as they fill, generated tokens included:
 /// one more visible block every 4 tokens, and one more held block every 4 tokens.
 #[test]
@@ -334,6 +456,21 @@ fn decode_blocks_become_cache_visible_as_they_fill() {
     let want = [(1, 4, 1, 1), (1, 1, 2, 1), (1, 1, 2, 1), (1, 1, 2, 1), (1, 1, 2, 2)];
     let want = want.into_iter().chain([(1, 1, 3, 2), (1, 1, 3, 2), (1, 1, 3, 2), (1, 1, 3, 3), (1, 1, 0, 3)]).collect::<Vec<_>>();
     assert_eq!(seen, want);
+}
+
+/// With prefix caching off nothing becomes cache-visible, and identical prompts share nothing:
+/// with either block manager (kvbm would merge a block computed twice into one copy).
+#[test]
+fn with_prefix_caching_off_nothing_is_cached_or_shared() {
+    for manager in ["native", "kvbm"] {
+        let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 16, "enable_prefix_caching": false, "kv_manager": manager}));
+        e.submit(shared(1, 16, 3));
+        e.submit(shared(2, 16, 3));
+        let p = step(&mut e);
+        assert_eq!((p.admitted.clone(), p.active, p.cached), (vec![(1, 0, false), (2, 0, false)], 8, 0), "{manager}");
+        let p = step(&mut e);
+        assert_eq!((p.active, p.cached), (10, 0), "{manager}");
+    }
 }
 
 // ---- chunked prefill off ----
@@ -439,4 +576,203 @@ fn activation_makes_the_prompt_blocks_visible_once() {
     assert!(!e.activate(1));
     assert_eq!(e.reserve_destination(shared(2, 12, 3)), Reservation::Reserved { resident_blocks: 2 });
     assert_eq!((e.metrics().active_decode_blocks, e.available_blocks()), (4, 4));
+}
+
+// ---- steady tokens and streaks ----
+
+/// With steady tokens on, a token is counted (not listed) when its request also emitted at the
+/// previous pass and had two tokens already. A streak ends when its request is preempted or
+/// sits a pass out, and is reported with its length; the harness takes the open ones.
+#[test]
+fn steady_token_streaks_end_at_a_preemption_or_a_skipped_pass() {
+    // The FIFO scenario of `a_fifo_victim_scheduled_earlier_in_the_pass_gives_its_budget_back`.
+    let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 8, "max_num_batched_tokens": 4, "preemption_mode": "fifo"}));
+    e.set_steady_tokens(true);
+    for (id, len) in [(1, 1), (2, 4), (3, 1), (4, 16)] {
+        e.submit(req(id, len, 30));
+    }
+    let mut seen = Vec::new();
+    for _ in 0..8 {
+        let o = e.step();
+        seen.push((o.tokens.clone(), o.steady_tokens, o.streak_ends.clone(), o.preempted.clone()));
+    }
+    let want: Vec<(Vec<u64>, u64, Vec<(u64, u32)>, Vec<u64>)> = vec![
+        (vec![1], 0, vec![], vec![]),
+        (vec![1, 2, 3], 0, vec![], vec![]),
+        // Request 1's third token is its first steady one.
+        (vec![2, 3], 1, vec![], vec![]),
+        (vec![], 3, vec![], vec![]),
+        (vec![], 3, vec![], vec![]),
+        (vec![], 3, vec![], vec![]),
+        // Request 1 is preempted after 4 steady tokens; request 3 sits the pass out after 3.
+        (vec![], 1, vec![(1, 4), (3, 3)], vec![1]),
+        // Request 3's next token follows a gap: listed again.
+        (vec![3], 1, vec![], vec![]),
+    ];
+    assert_eq!(seen, want);
+    // Request 2's streak (passes 3 to 7) is still open; taking it closes it.
+    assert_eq!(e.take_open_streaks(), vec![(2, 5)]);
+    assert_eq!(e.take_open_streaks(), vec![]);
+    let o = e.step();
+    assert_eq!((o.tokens.clone(), o.steady_tokens, o.streak_ends.clone()), (vec![], 2, vec![]));
+    assert_eq!(e.take_open_streaks(), vec![(2, 1), (3, 1)]);
+
+    // A request preempted with no streak (one token so far) ends none.
+    let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 4}));
+    e.set_steady_tokens(true);
+    e.submit(req(1, 8, 3));
+    e.submit(req(2, 8, 4));
+    e.step();
+    let o = e.step();
+    assert_eq!((o.preempted.clone(), o.tokens.clone(), o.streak_ends.clone()), (vec![2], vec![1], vec![]));
+}
+
+/// A request that completes reports the steady tokens of its last streak; without steady
+/// tokens every token is listed.
+#[test]
+fn a_completed_request_reports_its_open_streak() {
+    for steady in [true, false] {
+        let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 64}));
+        e.set_steady_tokens(steady);
+        e.submit(req(1, 4, 6));
+        let (mut listed, mut counted) = (0, 0);
+        let finished = loop {
+            let o = e.step();
+            listed += o.tokens.len();
+            counted += o.steady_tokens;
+            if !o.finished.is_empty() {
+                break o.finished.clone();
+            }
+        };
+        let streak = if steady { 4 } else { 0 };
+        assert_eq!((listed, counted), (6 - streak as usize, streak as u64), "steady {steady}");
+        assert_eq!(finished, vec![servesim_engine::Finished { id: 1, outcome: Outcome::Completed, steady_tokens: streak }]);
+    }
+}
+
+// ---- abandoning a rank, and what the harness asks of an idle one ----
+
+/// `abandon` ends every request held, running ones first, as unschedulable for the reason
+/// given (with their open streaks), and frees every block.
+#[test]
+fn abandon_ends_every_request_and_frees_every_block() {
+    let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 4}));
+    e.set_steady_tokens(true);
+    e.submit(req(1, 4, 20));
+    e.submit(req(2, 16, 20));
+    for _ in 0..4 {
+        step(&mut e);
+    }
+    assert_eq!((e.in_flight(), e.metrics().running_requests, e.metrics().active_decode_blocks), (2, 1, 2));
+    let stuck = |id, steady_tokens| servesim_engine::Finished { id, outcome: Outcome::Unschedulable("stuck".into()), steady_tokens };
+    assert_eq!(e.abandon("stuck"), vec![stuck(1, 2), stuck(2, 0)]);
+    assert_eq!((e.in_flight(), e.metrics().active_decode_blocks, e.has_work()), (0, 0, false));
+    e.check().unwrap();
+}
+
+/// A decode rank abandoned with a reservation still waiting for its KV forgets it.
+#[test]
+fn abandon_forgets_reservations() {
+    let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 8}));
+    assert!(matches!(e.reserve_destination(req(1, 8, 2)), Reservation::Reserved { .. }));
+    assert_eq!((e.in_flight(), e.has_work(), e.idle_with_queue()), (1, false, false));
+    let out = e.abandon("gone");
+    assert_eq!(out.iter().map(|f| (f.id, f.outcome.clone())).collect::<Vec<_>>(), vec![(1, Outcome::Unschedulable("gone".into()))]);
+    assert!(!e.activate(1));
+    assert_eq!((e.in_flight(), e.metrics().active_decode_blocks), (0, 0));
+    // A new request runs as usual.
+    e.submit(req(2, 4, 1));
+    assert!(e.has_work());
+    e.check().unwrap();
+}
+
+/// `idle_with_queue`: nothing runs and some queued request is neither waiting for its KV nor
+/// free to join (a blocked head). `in_flight` counts waiting and running requests.
+#[test]
+fn idle_with_queue_is_a_blocked_queue_with_nothing_running() {
+    // A prefill rank holding a finished prompt's blocks: the next request waits for them.
+    let mut e = engine(json!({"worker_type": "prefill", "block_size": 4, "num_gpu_blocks": 6}));
+    e.submit(req(1, 16, 1));
+    assert_eq!((e.in_flight(), e.idle_with_queue()), (1, true));
+    e.step();
+    e.submit(req(2, 12, 1));
+    e.step();
+    assert_eq!((e.in_flight(), e.idle_with_queue(), e.has_work(), e.stalled()), (1, true, false, true));
+    e.release_source(1);
+    assert_eq!((e.idle_with_queue(), e.has_work()), (true, true));
+
+    // Something runs: not idle, even with a blocked queue.
+    let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 4}));
+    e.submit(req(1, 8, 10));
+    e.submit(req(2, 12, 10));
+    e.step();
+    assert_eq!((e.in_flight(), e.metrics().running_requests, e.idle_with_queue()), (2, 1, false));
+
+    // A decode rank: a reservation waiting for its KV is not a blocked queue; once its KV is in
+    // place it is free to join.
+    let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 8}));
+    assert!(matches!(e.reserve_destination(req(1, 8, 2)), Reservation::Reserved { .. }));
+    assert_eq!((e.in_flight(), e.idle_with_queue(), e.has_work()), (1, false, false));
+    assert!(e.activate(1));
+    assert_eq!((e.idle_with_queue(), e.has_work()), (false, true));
+    // While reservations wait for room, only a request in place may join: it is one.
+    e.set_destinations_pending(true);
+    assert!(e.has_work());
+    assert_eq!(e.step().tokens, vec![1]);
+}
+
+// ---- the decode side: transferred requests joining ----
+
+/// Requests whose KV is in place join without spending budget, as many as can run; but once
+/// the pass's budget is spent, one joins and the rest wait for the next pass.
+#[test]
+fn transferred_requests_join_until_the_budget_is_spent() {
+    let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 64, "max_num_batched_tokens": 1}));
+    for id in [1, 2] {
+        assert!(matches!(e.reserve_destination(req(id, 8, 10)), Reservation::Reserved { .. }));
+        assert!(e.activate(id));
+    }
+    let p = step(&mut e);
+    assert_eq!((p.admitted.clone(), p.tokens.clone(), p.scheduled), (vec![(1, 0, false), (2, 0, false)], vec![1, 2], 0));
+    for id in [3, 4] {
+        assert!(matches!(e.reserve_destination(req(id, 8, 10)), Reservation::Reserved { .. }));
+        assert!(e.activate(id));
+    }
+    // Request 1 takes the 1-token budget; request 3 joins, request 4 waits.
+    let p = step(&mut e);
+    assert_eq!((p.admitted.clone(), p.tokens.clone(), p.scheduled), (vec![(3, 0, false)], vec![1, 3], 1));
+    assert_eq!(e.metrics().waiting_requests, 1);
+}
+
+/// A decode rank times a pass by its decode batch only: a transferred request decodes from
+/// its first pass (its prompt is its context), and a recomputed prompt after a preemption
+/// costs no prefill time there. A prefill rank times its prefill only.
+#[test]
+fn disaggregated_ranks_time_only_their_own_phase() {
+    let timer = PassTimer::new(PerfModel::Polynomial(Polynomial), 1.0, 1.0);
+    let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 64}));
+    assert!(matches!(e.reserve_destination(req(1, 8, 3)), Reservation::Reserved { .. }));
+    assert!(e.activate(1));
+    assert_eq!(step(&mut e).duration, timer.decode(1, 8, 256));
+    assert_eq!(step(&mut e).duration, timer.decode(1, 9, 256));
+
+    // Two 6-token prompts on 4 blocks: request 2 is preempted, and readmitted once request 1
+    // has completed (pass 12), recomputing its 6 + 3 tokens: committed prefill, but no
+    // prefill time on a decode rank.
+    let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 4}));
+    for id in [1, 2] {
+        assert!(matches!(e.reserve_destination(req(id, 6, 12)), Reservation::Reserved { .. }));
+        assert!(e.activate(id));
+    }
+    let passes: Vec<Pass> = (0..13).map(|_| step(&mut e)).collect();
+    let p = &passes[12];
+    assert_eq!((p.admitted.clone(), p.tokens.clone(), p.scheduled, p.committed), (vec![(2, 0, true)], vec![2], 9, 9));
+    assert_eq!(p.duration, timer.decode(1, 9, 16));
+    assert!(passes[..12].iter().all(|p| p.committed == 0));
+
+    // A prefill rank: request 1 prefills and, given more than one output token, decodes too.
+    let mut e = engine(json!({"worker_type": "prefill", "block_size": 4, "num_gpu_blocks": 64}));
+    e.submit(req(1, 8, 3));
+    assert_eq!(step(&mut e).duration, timer.prefill(1, 8, 0));
+    assert_eq!(step(&mut e).duration, Duration::ZERO);
 }
