@@ -381,6 +381,41 @@ fn a_fifo_victim_scheduled_earlier_in_the_pass_gives_its_budget_back() {
     assert_eq!(counts(&p), (4, 2, 8, 0));
 }
 
+/// On a decode rank a preempted request recomputes its prompt; a transferred request can join
+/// behind its partial chunk (joining takes no budget). When the FIFO victim is that request,
+/// its prompt chunk of the pass comes out of the committed prefill tokens too.
+#[test]
+fn a_fifo_victim_with_a_prompt_chunk_leaves_the_committed_count() {
+    let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 4, "max_num_batched_tokens": 6,
+        "preemption_mode": "fifo", "enable_prefix_caching": false}));
+    for (id, out) in [(1, 20), (3, 4)] {
+        assert!(matches!(e.reserve_destination(req(id, 8, out)), Reservation::Reserved { .. }));
+        assert!(e.activate(id));
+    }
+    let p = step(&mut e);
+    assert_eq!((p.admitted.clone(), p.tokens.clone(), p.active), (vec![(1, 0, false), (3, 0, false)], vec![1, 3], 4));
+    // Request 1 needs a third block and is the oldest: it preempts itself (9 tokens).
+    let p = step(&mut e);
+    assert_eq!((p.preempted.clone(), p.tokens.clone()), (vec![1], vec![3]));
+    // Request 2 (4 tokens) takes the last free block; it queues behind request 1.
+    assert_eq!(e.reserve_destination(req(2, 4, 5)), Reservation::Reserved { resident_blocks: 0 });
+    assert!(e.activate(2));
+    let p = step(&mut e);
+    assert_eq!((p.tokens.clone(), p.admitted.clone()), (vec![3], vec![]));
+    let p = step(&mut e);
+    assert_eq!(p.finished, vec![(3, Outcome::Completed)]);
+    // Request 1 is readmitted and recomputes 6 of its 9 tokens (the budget); request 2, whose
+    // KV is in place, joins behind it with no budget left.
+    let p = step(&mut e);
+    assert_eq!((p.admitted.clone(), p.tokens.clone()), (vec![(1, 0, true), (2, 0, false)], vec![2]));
+    assert_eq!(counts(&p), (6, 6, 3, 1));
+    // Request 1's last 3 (2 of them prompt) take the free block; request 2 needs a second one:
+    // request 1 goes again, and its 3 tokens, committed prefill included, are taken back.
+    let p = step(&mut e);
+    assert_eq!((p.preempted.clone(), p.tokens.clone()), (vec![1], vec![2]));
+    assert_eq!(counts(&p), (1, 0, 2, 2));
+}
+
 /// The same correction with no request after the preempting one: the victim's decode token
 /// is taken out of the pass's scheduled tokens.
 #[test]
@@ -698,6 +733,15 @@ fn idle_with_queue_is_a_blocked_queue_with_nothing_running() {
     e.submit(req(2, 12, 1));
     e.step();
     assert_eq!((e.in_flight(), e.idle_with_queue(), e.has_work(), e.stalled()), (1, true, false, true));
+    // Saying again that no reservation waits changes nothing. A change of who may join makes
+    // the queue worth another look, which stalls again.
+    e.set_destinations_pending(false);
+    assert!(!e.has_work());
+    e.set_destinations_pending(true);
+    e.set_destinations_pending(false);
+    assert!(e.has_work());
+    e.step();
+    assert!(!e.has_work());
     e.release_source(1);
     assert_eq!((e.idle_with_queue(), e.has_work()), (true, true));
 
