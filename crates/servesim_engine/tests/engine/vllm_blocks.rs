@@ -631,7 +631,9 @@ fn steady_token_streaks_end_at_a_preemption_or_a_skipped_pass() {
         let o = e.step();
         seen.push((o.tokens.clone(), o.steady_tokens, o.streak_ends.clone(), o.preempted.clone()));
     }
-    let want: Vec<(Vec<u64>, u64, Vec<(u64, u32)>, Vec<u64>)> = vec![
+    /// (tokens listed, steady tokens, streak ends, preempted) of a pass.
+    type Steady = (Vec<u64>, u64, Vec<(u64, u32)>, Vec<u64>);
+    let want: Vec<Steady> = vec![
         (vec![1], 0, vec![], vec![]),
         (vec![1, 2, 3], 0, vec![], vec![]),
         // Request 1's third token is its first steady one.
