@@ -770,21 +770,22 @@ fn idle_with_queue_is_a_blocked_queue_with_nothing_running() {
 // ---- the decode side: transferred requests joining ----
 
 /// Requests whose KV is in place join without spending budget, as many as can run; but once
-/// the pass's budget is spent, one joins and the rest wait for the next pass.
+/// the pass's budget is spent, one joins and the rest wait for the next pass. Running requests
+/// past the spent budget sit the pass out, even a decode step that needs no new block.
 #[test]
 fn transferred_requests_join_until_the_budget_is_spent() {
     let mut e = engine(json!({"worker_type": "decode", "block_size": 4, "num_gpu_blocks": 64, "max_num_batched_tokens": 1}));
     for id in [1, 2] {
-        assert!(matches!(e.reserve_destination(req(id, 8, 10)), Reservation::Reserved { .. }));
+        assert!(matches!(e.reserve_destination(req(id, 6, 10)), Reservation::Reserved { .. }));
         assert!(e.activate(id));
     }
     let p = step(&mut e);
     assert_eq!((p.admitted.clone(), p.tokens.clone(), p.scheduled), (vec![(1, 0, false), (2, 0, false)], vec![1, 2], 0));
     for id in [3, 4] {
-        assert!(matches!(e.reserve_destination(req(id, 8, 10)), Reservation::Reserved { .. }));
+        assert!(matches!(e.reserve_destination(req(id, 6, 10)), Reservation::Reserved { .. }));
         assert!(e.activate(id));
     }
-    // Request 1 takes the 1-token budget; request 3 joins, request 4 waits.
+    // Request 1 takes the 1-token budget; request 2 gets nothing; request 3 joins, request 4 waits.
     let p = step(&mut e);
     assert_eq!((p.admitted.clone(), p.tokens.clone(), p.scheduled), (vec![(3, 0, false)], vec![1, 3], 1));
     assert_eq!(e.metrics().waiting_requests, 1);
