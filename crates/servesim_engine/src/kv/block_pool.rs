@@ -349,6 +349,35 @@ mod tests {
         p.check().unwrap();
     }
 
+    /// `check` itself: a pool whose counts balance but whose LRU list holds a slot that is held
+    /// or not cached is reported.
+    #[test]
+    fn check_reports_a_held_or_uncached_slot_in_the_lru() {
+        // Slot 0 cached and inactive (in the LRU), slot 1 private and held; then `corrupt`.
+        let check_after = |corrupt: fn(&mut BlockPool)| {
+            let mut p = pool(3);
+            let mut a = Vec::new();
+            assert!(p.reserve(&[], 2, &mut a));
+            assert_eq!(a, vec![0, 1]);
+            p.register_run(None, &[(0, 1, 1)]);
+            p.release(0);
+            p.check().unwrap();
+            corrupt(&mut p);
+            p.check()
+        };
+        let err = Err("slot 0 in the LRU is held or not cached".to_string());
+        // Slot 1's hold moved onto slot 0: one slot held, one active, but it is in the LRU.
+        assert_eq!(
+            check_after(|p| {
+                p.slots[0].state += 1;
+                p.slots[1].state -= 1;
+            }),
+            err
+        );
+        // Slot 0 no longer cached, still in the LRU.
+        assert_eq!(check_after(|p| p.slots[0].state &= !CACHED), err);
+    }
+
     #[test]
     fn leaf_first_release_evicts_the_tail_before_the_prefix() {
         let mut p = pool(3);

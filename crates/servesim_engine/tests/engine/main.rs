@@ -8,4 +8,5 @@ mod proptest_kvbm;
 mod proptest_radix;
 mod sglang_scheduler;
 mod trtllm_scheduler;
+mod vllm_blocks;
 mod vllm_scheduler;
