@@ -221,7 +221,7 @@ impl Handoff {
         let placement =
             p.router.route(&RouteQuery { id: i as u64, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full });
         // A prompt no decode pool holds fails only once routed (a round-robin turn is spent).
-        if req.prompt.len().div_ceil(p.block_size) > p.args.num_gpu_blocks {
+        if req.prompt.len().div_ceil(p.block_size) > p.args.num_gpu_blocks() {
             p.router.free(i as u64);
             self.fail(i, fleet, workload);
             return;
@@ -239,7 +239,7 @@ impl Handoff {
     fn fail(&mut self, i: u32, fleet: &mut Fleet, workload: &Workload) {
         let p = &fleet.pools[self.decode_pool];
         let blocks = workload.rows[i as usize].input_length.div_ceil(p.block_size);
-        let reason = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.args.num_gpu_blocks);
+        let reason = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.args.num_gpu_blocks());
         self.decisions.push(Decision::Fail { request: i, reason });
         if let Some(&source) = self.source_rank.get(i as usize).filter(|&&r| r != u32::MAX) {
             fleet.ranks[source as usize].engine.release_source(i as u64);

@@ -29,6 +29,30 @@ pub struct Length {
     pub stddev: f64,
 }
 
+/// A length object as written: a missing `mean` is the field's default mean; a missing
+/// `stddev` is 0 (a fixed length), as it always was.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartialLength {
+    #[serde(default)]
+    mean: Option<f64>,
+    #[serde(default)]
+    stddev: f64,
+}
+
+fn length_or<'de, D: serde::Deserializer<'de>>(d: D, default: Length) -> Result<Length, D::Error> {
+    let p = PartialLength::deserialize(d)?;
+    Ok(Length { mean: p.mean.unwrap_or(default.mean), stddev: p.stddev })
+}
+
+fn input_length<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Length, D::Error> {
+    length_or(d, SyntheticSpec::default().input_tokens)
+}
+
+fn output_length<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Length, D::Error> {
+    length_or(d, SyntheticSpec::default().output_tokens)
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SyntheticSpec {
@@ -38,7 +62,9 @@ pub struct SyntheticSpec {
     pub rate_rps: f64,
     /// Gamma shape for `arrival: gamma`.
     pub smoothness: f64,
+    #[serde(deserialize_with = "input_length")]
     pub input_tokens: Length,
+    #[serde(deserialize_with = "output_length")]
     pub output_tokens: Length,
     /// Fraction of each prompt's blocks shared with its prefix group, in [0, 1].
     pub shared_prefix_ratio: f64,
