@@ -32,7 +32,8 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         runs: u32,
     },
-    /// Runs a servesim scenario file and prints {"summary", "per_request"} as JSON.
+    /// Runs a servesim scenario file and prints {"config", "summary", "per_request"} as JSON
+    /// (`config`: what the engines ran with, derived values included).
     Run {
         scenario: PathBuf,
         /// Also write the time series (per rank and cluster, in windows) to this file.
@@ -100,7 +101,13 @@ fn run(path: &Path, timeseries: bool) -> Result<RunReport, SimError> {
 fn simulate(path: &Path, scenario: bool, timeseries: bool) -> Result<RunReport, SimError> {
     let input = input(path, scenario)?;
     let opts = BuildOptions { timeseries, ..BuildOptions::default() };
-    Ok(build(&input, &mut DirFiles::beside(path), &opts)?.run())
+    let mut report = build(&input, &mut DirFiles::beside(path), &opts)?.run();
+    // A scenario's answer states what the engines ran with (`config`); a replay case's
+    // answer keeps the reference's form.
+    if let Input::Scenario(s) = &input {
+        report.config = Some(servesim_sim::report::config::effective(s)?);
+    }
+    Ok(report)
 }
 
 fn bench(case_path: &Path, runs: u32) -> Result<String, SimError> {

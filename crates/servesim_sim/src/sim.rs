@@ -301,7 +301,7 @@ impl Simulation {
                 self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
             assert!(lost.is_empty(), "requests never finished (trace lines {:?})", lost.iter().map(|i| i + 1).collect::<Vec<_>>());
         }
-        RunReport { collector: self.collector, timeseries: self.recorder.finish() }
+        RunReport { collector: self.collector, timeseries: self.recorder.finish(), config: None }
     }
 
     /// Sends request `i` to a rank of `pool`: prompt work for the aggregated and prefill
@@ -454,6 +454,10 @@ impl Simulation {
         self.recorder.rank_metrics(r, t, &out.metrics);
         self.fleet.pools[pool].router.apply_events(target, &out.kv_events);
         self.collector.committed_prefill_tokens += out.committed_prefill_tokens;
+        match self.fleet.pools[pool].args.backend {
+            servesim_engine::Backend::Sglang => self.collector.retractions += out.preempted.len() as u64,
+            _ => self.collector.preemptions += out.preempted.len() as u64,
+        }
         for a in &out.admissions {
             self.collector.admit(a.id as u32, a.reused_tokens, role == Role::Decode, a.readmission);
         }

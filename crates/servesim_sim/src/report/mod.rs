@@ -1,6 +1,7 @@
 //! The collector: per-request timelines, folded into Dynamo's replay summary (same keys, same
 //! definitions) and per-request records.
 
+pub mod config;
 mod run;
 mod sketch;
 mod stats;
@@ -58,6 +59,10 @@ pub struct Collector {
     itl: Sketched,
     per_user_tps: Sketched,
     pub committed_prefill_tokens: u64,
+    /// Running requests the vLLM scheduler preempted (their blocks freed; recomputed later).
+    pub preemptions: u64,
+    /// Running requests the SGLang scheduler retracted under decode memory pressure.
+    pub retractions: u64,
 }
 
 impl Collector {
@@ -178,6 +183,8 @@ impl Collector {
         m.insert("completed_requests".into(), completed.into());
         m.insert("rejected_requests".into(), rejected.into());
         m.insert("unschedulable_requests".into(), unschedulable.into());
+        m.insert("num_preemptions".into(), self.preemptions.into());
+        m.insert("num_retractions".into(), self.retractions.into());
         m.insert("total_input_tokens".into(), input.into());
         m.insert("total_output_tokens".into(), output.into());
         m.insert("committed_prefill_tokens".into(), self.committed_prefill_tokens.into());

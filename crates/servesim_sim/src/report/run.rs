@@ -4,11 +4,13 @@
 use super::Collector;
 use super::timeseries::TimeSeries;
 
-/// The finished run: summary, per-request records, time series.
+/// The finished run: summary, per-request records, time series; and for a scenario, its
+/// effective configuration (`config`, see [`super::config`]), written first.
 #[derive(Debug)]
 pub struct RunReport {
     pub collector: Collector,
     pub timeseries: TimeSeries,
+    pub config: Option<serde_json::Value>,
 }
 
 impl RunReport {
@@ -34,7 +36,13 @@ impl RunReport {
     /// Writes the same answer as [`RunReport::to_json`], row by row, without building it in
     /// memory (a million-request run stays small).
     pub fn write_json<W: std::io::Write + ?Sized>(&self, w: &mut W) -> std::io::Result<()> {
-        write!(w, "{{\"summary\":")?;
+        w.write_all(b"{")?;
+        if let Some(config) = &self.config {
+            write!(w, "\"config\":")?;
+            serde_json::to_writer(&mut *w, config)?;
+            w.write_all(b",")?;
+        }
+        write!(w, "\"summary\":")?;
         serde_json::to_writer(&mut *w, &self.summary())?;
         write!(w, ",\"per_request\":[")?;
         for (k, r) in self.collector.records.iter().enumerate() {
@@ -72,6 +80,9 @@ impl RunReport {
             "summary": self.summary(),
             "per_request": self.per_request_rows(),
         });
+        if let Some(config) = &self.config {
+            v["config"] = config.clone();
+        }
         if let Some(list) = self.to_json_not_completed() {
             v["not_completed"] = list;
         }
