@@ -145,6 +145,13 @@ impl Simulation {
         self
     }
 
+    /// Automatic time-series windows: recorded in windows of `fine_ms`, merged at the end
+    /// into at most `target` round windows over what ran (see `report::timeseries`).
+    pub fn with_auto_windows(mut self, fine_ms: f64, target: usize) -> Self {
+        self.recorder.set_auto(fine_ms, target);
+        self
+    }
+
     /// Whether engines count their steady tokens instead of listing them (on by default;
     /// the records come out the same either way, which tests check).
     pub fn with_steady_tokens(mut self, on: bool) -> Self {

@@ -287,6 +287,20 @@ impl Simulation {
         Ok(columns_to_js(&columns::record_columns(&self.report()?.collector.records)))
     }
 
+    /// CDFs of the completed requests' TTFT, TPOT and E2E latency, each `[xs, percentiles]`
+    /// of at most about `max_points` points: `{ttft, tpot, e2e}`.
+    #[wasm_bindgen(js_name = latencyCdfs)]
+    pub fn latency_cdfs(&self, max_points: usize) -> Result<Object, JsError> {
+        let obj = Object::new();
+        for (name, (xs, ys)) in columns::latency_cdfs(&self.report()?.collector.records, max_points) {
+            let pair = Array::new();
+            pair.push(&to_js(&xs)?);
+            pair.push(&to_js(&ys)?);
+            set(&obj, name, &pair.into());
+        }
+        Ok(obj)
+    }
+
     /// Why each rejected or unschedulable request stopped: `[{request, status, reason}]`.
     pub fn reasons(&self) -> Result<JsValue, JsError> {
         let r = self.report()?;
