@@ -89,11 +89,13 @@ export function renderHeadline(root: HTMLElement, runs: Run[]): void {
     v.id = `h-${key}`;
     // With no completed request there is no latency or throughput: a dash, not "0 ms".
     const shown = none && key !== mech.key ? undefined : value;
-    v.textContent = fmt(shown);
+    // Ten seconds and more read as seconds (the unrounded ms stay in data-value).
+    const secs = unit === 'ms' && typeof shown === 'number' && Math.abs(shown) >= 10_000;
+    v.textContent = fmt(secs ? (shown as number) / 1000 : shown);
     if (typeof shown === 'number') v.dataset.value = String(shown);
     const u = document.createElement('span');
     u.className = 'unit';
-    u.textContent = shown === undefined ? '' : unit;
+    u.textContent = shown === undefined ? '' : secs ? 's' : unit;
     v.append(u);
     const l = document.createElement('div');
     l.className = 'label';
