@@ -99,7 +99,6 @@ function renderResults(): Promise<void> {
   const { result } = current;
   const all = runs();
   renderHeadline($('headline'), all);
-  renderSummary($<HTMLTableElement>('summary'), all);
   renderReasons($('reasons'), result.reasons, result.reason_count, result.cancelled);
   const mech = mechanism(result);
   const caption = $('preempt-caption');
@@ -116,7 +115,8 @@ function renderResults(): Promise<void> {
   for (const b of ['export-json', 'export-csv', 'export-series']) $<HTMLButtonElement>(b).disabled = false;
   pinBtn.disabled = false;
   markStale();
-  const draws = charts.drawers(all);
+  // The table first, then the charts, each in a task of its own.
+  const draws = [() => renderSummary($<HTMLTableElement>('summary'), all), ...charts.drawers(all)];
   return new Promise((resolve) => {
     const step = () => {
       const draw = draws.shift();
