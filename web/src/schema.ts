@@ -44,7 +44,16 @@ export const ENGINE: Section = {
   title: 'Engine',
   fields: [
     { path: 'engine.backend', label: 'Scheduler', kind: 'enum', options: opts(['vllm', 'vLLM'], ['sglang', 'SGLang'], ['trtllm', 'TRT-LLM']) },
-    { path: 'engine.num_gpu_blocks', label: 'KV blocks per rank', kind: 'int', unit: 'blocks', min: 1, max: 100_000_000 },
+    {
+      path: 'engine.num_gpu_blocks',
+      label: 'KV blocks per rank',
+      kind: 'int',
+      unit: 'blocks',
+      min: 1,
+      max: 100_000_000,
+      nullable: 'automatic',
+      help: "Empty: Dynamo's 16,384, or with the roofline what fits in GPU memory",
+    },
     { path: 'engine.block_size', label: 'Block size', kind: 'int', unit: 'tokens', min: 0, max: 1024, help: "0 = the scheduler's default (vLLM 64, SGLang 1, TRT-LLM 32)" },
     { path: 'engine.max_num_seqs', label: 'Max running requests', kind: 'int', unit: 'per rank', min: 1, nullable: 'unbounded' },
     { path: 'engine.max_num_batched_tokens', label: 'Token budget per pass', kind: 'int', unit: 'tokens', min: 1, nullable: 'unbounded' },
@@ -226,6 +235,29 @@ export const PERF: Section = {
   fields: [
     { path: 'engine.timing_model.prefill_ms', label: 'Prefill pass', kind: 'float', unit: 'ms', min: 0, when: timing('fixed') },
     { path: 'engine.timing_model.decode_ms', label: 'Decode pass', kind: 'float', unit: 'ms', min: 0, when: timing('fixed') },
+    {
+      path: 'engine.timing_model.compute_efficiency',
+      label: 'Compute efficiency',
+      kind: 'float',
+      min: 0,
+      minExclusive: true,
+      max: 1,
+      fallback: 0.6,
+      help: 'Share of the dense peak that prefill reaches',
+      when: timing('roofline'),
+    },
+    {
+      path: 'engine.timing_model.bandwidth_efficiency',
+      label: 'Bandwidth efficiency',
+      kind: 'float',
+      min: 0,
+      minExclusive: true,
+      max: 1,
+      fallback: 0.8,
+      help: 'Share of the memory bandwidth that decode reaches',
+      when: timing('roofline'),
+    },
+    { path: 'engine.timing_model.overhead_ms', label: 'Overhead per pass', kind: 'float', unit: 'ms', min: 0, fallback: 2, when: timing('roofline') },
   ],
 };
 

@@ -52,7 +52,8 @@ enum Command {
         #[arg(long, value_name = "I/N")]
         shard: Option<String>,
     },
-    /// Runs a servesim scenario file and prints {"summary", "per_request"} as JSON.
+    /// Runs a servesim scenario file and prints {"config", "summary", "per_request"} as JSON
+    /// (`config`: what the engines ran with, derived values included).
     Run {
         scenario: PathBuf,
         /// Also write the time series (per rank and cluster, in windows) to this file.
@@ -126,16 +127,25 @@ fn simulate(path: &Path, scenario: bool, timeseries: bool, events: Option<&Path>
     let input = input(path, scenario)?;
     let opts = BuildOptions { timeseries, ..BuildOptions::default() };
     let sim = build(&input, &mut DirFiles::beside(path), &opts)?;
-    let Some(events) = events else { return Ok(sim.run()) };
-    let file = std::fs::File::create(events).map_err(|e| SimError::new(format!("{}: {e}", events.display())))?;
-    let sink = Rc::new(RefCell::new(JsonLines::new(std::io::BufWriter::new(file))));
-    let report = sim.with_events(Box::new(sink.clone())).run();
-    let mut sink = sink.borrow_mut();
-    let failed = sink.error.take().or_else(|| sink.out_mut().flush().err());
-    match failed {
-        Some(e) => Err(SimError::new(format!("{}: {e}", events.display()))),
-        None => Ok(report),
+    let mut report = match events {
+        None => sim.run(),
+        Some(events) => {
+            let file = std::fs::File::create(events).map_err(|e| SimError::new(format!("{}: {e}", events.display())))?;
+            let sink = Rc::new(RefCell::new(JsonLines::new(std::io::BufWriter::new(file))));
+            let report = sim.with_events(Box::new(sink.clone())).run();
+            let mut sink = sink.borrow_mut();
+            if let Some(e) = sink.error.take().or_else(|| sink.out_mut().flush().err()) {
+                return Err(SimError::new(format!("{}: {e}", events.display())));
+            }
+            report
+        }
+    };
+    // A scenario's answer states what the engines ran with (`config`); a replay case's
+    // answer keeps the reference's form.
+    if let Input::Scenario(s) = &input {
+        report.config = Some(servesim_sim::report::config::effective(s)?);
     }
+    Ok(report)
 }
 
 /// `I/N` → (I, N).

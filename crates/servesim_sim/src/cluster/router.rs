@@ -450,7 +450,8 @@ impl Router {
         if hi == lo {
             return self.rng.random_range(0..costs.len());
         }
-        let weights: Vec<f64> = costs.iter().map(|c| (-(c - lo) / ((hi - lo) * self.cfg.router_temperature)).exp()).collect();
+        // libm, not the platform's exp: the same weights natively and in wasm.
+        let weights: Vec<f64> = costs.iter().map(|c| libm::exp(-(c - lo) / ((hi - lo) * self.cfg.router_temperature))).collect();
         let mut x = self.rng.random::<f64>() * weights.iter().sum::<f64>();
         for (t, w) in weights.iter().enumerate() {
             if x < *w {

@@ -1,6 +1,7 @@
 //! The collector: per-request timelines, folded into Dynamo's replay summary (same keys, same
 //! definitions) and per-request records.
 
+pub mod config;
 pub mod events;
 mod run;
 mod sketch;
@@ -151,6 +152,10 @@ pub struct Collector {
     /// A run that may be cut off: inter-token gaps count only once their request completes
     /// (held here until then), as the reference's distributions cover completed requests only.
     deferred_gaps: Option<FxHashMap<u32, Vec<f64>>>,
+    /// Running requests the vLLM scheduler preempted (their blocks freed; recomputed later).
+    pub preemptions: u64,
+    /// Running requests the SGLang scheduler retracted under decode memory pressure.
+    pub retractions: u64,
 }
 
 impl Collector {
@@ -316,6 +321,8 @@ impl Collector {
         m.insert("completed_requests".into(), completed.into());
         m.insert("rejected_requests".into(), rejected.into());
         m.insert("unschedulable_requests".into(), unschedulable.into());
+        m.insert("num_preemptions".into(), self.preemptions.into());
+        m.insert("num_retractions".into(), self.retractions.into());
         m.insert("total_input_tokens".into(), input.into());
         m.insert("total_output_tokens".into(), output.into());
         m.insert("committed_prefill_tokens".into(), self.committed_prefill_tokens.into());

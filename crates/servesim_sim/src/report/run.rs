@@ -64,7 +64,8 @@ impl Column {
     }
 }
 
-/// The finished run: summary, per-request records, time series.
+/// The finished run: summary, per-request records, time series; and for a scenario, its
+/// effective configuration (`config`, see [`super::config`]), written first.
 #[derive(Debug)]
 pub struct RunReport {
     pub collector: Collector,
@@ -75,6 +76,8 @@ pub struct RunReport {
     pub block_size: u32,
     /// Scaling during the run (planner ticks, events, lifecycle operations), if any.
     pub scaling: Option<crate::planner::ScalingRecord>,
+    /// What the engines ran with (a scenario's effective configuration), printed first.
+    pub config: Option<serde_json::Value>,
 }
 
 impl RunReport {
@@ -102,7 +105,13 @@ impl RunReport {
     /// Writes the same answer as [`RunReport::to_json`], row by row, without building it in
     /// memory (a million-request run stays small).
     pub fn write_json<W: std::io::Write + ?Sized>(&self, w: &mut W) -> std::io::Result<()> {
-        write!(w, "{{\"summary\":")?;
+        w.write_all(b"{")?;
+        if let Some(config) = &self.config {
+            write!(w, "\"config\":")?;
+            serde_json::to_writer(&mut *w, config)?;
+            w.write_all(b",")?;
+        }
+        write!(w, "\"summary\":")?;
         serde_json::to_writer(&mut *w, &self.summary())?;
         write!(w, ",\"per_request\":[")?;
         let default = self.columns == Column::DEFAULT;
@@ -150,6 +159,9 @@ impl RunReport {
             "summary": self.summary(),
             "per_request": self.per_request_rows(),
         });
+        if let Some(config) = &self.config {
+            v["config"] = config.clone();
+        }
         if let Some(list) = self.to_json_not_completed() {
             v["not_completed"] = list;
         }

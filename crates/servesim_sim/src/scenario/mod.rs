@@ -151,7 +151,8 @@ pub struct Scenario {
     pub scaling: Option<Vec<crate::planner::config::ScriptStep>>,
     #[serde(default)]
     pub cluster: ClusterSpec,
-    #[serde(default)]
+    /// A `workload` object without a `type` is synthetic.
+    #[serde(default, deserialize_with = "workload_spec")]
     pub workload: WorkloadSpec,
     /// Per-request service levels (a completed request is good when each one set holds):
     /// the report's goodput.
@@ -230,6 +231,17 @@ impl Default for WorkloadSpec {
     }
 }
 
+/// Every nested object takes defaults for the fields it leaves out: here, the workload's
+/// `type` (synthetic).
+fn workload_spec<'de, D: serde::Deserializer<'de>>(d: D) -> Result<WorkloadSpec, D::Error> {
+    use serde::de::Error;
+    let mut v = serde_json::Value::deserialize(d)?;
+    if let Some(o) = v.as_object_mut() {
+        o.entry("type").or_insert_with(|| "synthetic".into());
+    }
+    WorkloadSpec::deserialize(v).map_err(D::Error::custom)
+}
+
 fn version() -> u32 {
     SCENARIO_VERSION
 }
@@ -256,23 +268,16 @@ impl Default for Scenario {
 }
 
 impl Scenario {
-    /// Parses and validates a scenario; errors name the field's path.
+    /// Parses and validates a scenario; errors name the field's path. The scenario keeps
+    /// what the user left unset unset (`engine.num_gpu_blocks`, `engine.kv_bytes_per_token`):
+    /// [`Scenario::config`] derives them, so a scenario written back out and edited (a page's
+    /// form) derives them again for its new settings.
     pub fn from_json_str(text: &str) -> Result<Self, SimError> {
         let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| SimError::new(e.to_string()))?;
-        let mut s: Scenario = serde_path_to_error::deserialize(&raw).map_err(|e| {
+        let s: Scenario = serde_path_to_error::deserialize(&raw).map_err(|e| {
             let path = e.path().to_string();
             if path == "." { SimError::new(e.inner().to_string()) } else { SimError::new(format!("{path}: {}", e.inner())) }
         })?;
-        // What a roofline model can derive (KV pool, KV bytes per token) where left unset.
-        let null = serde_json::Value::Null;
-        s.engine.derive_unset(raw.get("engine").unwrap_or(&null))?;
-        let cluster = raw.get("cluster").unwrap_or(&null);
-        if let Some(e) = &mut s.cluster.prefill_engine {
-            e.derive_unset(cluster.get("prefill_engine").unwrap_or(&null))?;
-        }
-        if let Some(e) = &mut s.cluster.decode_engine {
-            e.derive_unset(cluster.get("decode_engine").unwrap_or(&null))?;
-        }
         if s.version != SCENARIO_VERSION {
             return Err(SimError::new(format!(
                 "version: unsupported scenario version {} (this build reads {SCENARIO_VERSION})",
@@ -317,8 +322,10 @@ impl Scenario {
         };
         self.slo.validate("slo.").map_err(SimError::new)?;
         let c = &self.cluster;
+        // What the user left unset, derived (a roofline's KV pool and KV bytes per token).
+        let engine = self.engine.resolved()?;
         let launch = LaunchConfig {
-            engine: self.engine.clone(),
+            engine: engine.clone(),
             dp_size: self.dp_size,
             tensor_parallel_size: self.tensor_parallel_size,
             startup_time: self.startup_time,
@@ -326,13 +333,19 @@ impl Scenario {
         let disagg = match (c.num_prefill_workers, c.num_decode_workers) {
             (0, 0) => None,
             (p, d) if p > 0 && d > 0 => {
-                let pool = |e: &Option<EngineArgs>| LaunchConfig {
-                    engine: e.clone().unwrap_or_else(|| self.engine.clone()),
-                    dp_size: self.dp_size,
-                    tensor_parallel_size: self.tensor_parallel_size,
-                    startup_time: self.startup_time,
+                let pool = |e: &Option<EngineArgs>, name: &str| -> Result<LaunchConfig, SimError> {
+                    let engine = match e {
+                        Some(e) => e.resolved().map_err(|err| SimError::new(format!("cluster.{name}: {err}")))?,
+                        None => engine.clone(),
+                    };
+                    Ok(LaunchConfig {
+                        engine,
+                        dp_size: self.dp_size,
+                        tensor_parallel_size: self.tensor_parallel_size,
+                        startup_time: self.startup_time,
+                    })
                 };
-                Some(Disagg::new(pool(&c.prefill_engine), pool(&c.decode_engine), p, d))
+                Some(Disagg::new(pool(&c.prefill_engine, "prefill_engine")?, pool(&c.decode_engine, "decode_engine")?, p, d))
             }
             _ => {
                 return Err(SimError::new(
@@ -369,9 +382,10 @@ mod tests {
     #[test]
     fn defaults_and_named_errors() {
         let s = Scenario::from_json_str("{}").unwrap();
-        assert_eq!(s.engine.num_gpu_blocks, 16384);
+        assert_eq!(s.engine.num_gpu_blocks, None);
+        assert_eq!(s.config().unwrap().launch.engine.num_gpu_blocks(), 16384);
         let s = Scenario::from_json_str(r#"{"engine": {"num_gpu_blocks": 12345, "block_size": 32}}"#).unwrap();
-        assert_eq!((s.engine.num_gpu_blocks, s.engine.block_size), (12345, 32));
+        assert_eq!((s.engine.num_gpu_blocks, s.engine.block_size), (Some(12345), 32));
         let e = Scenario::from_json_str(r#"{"engine": {"num_gpu_blockz": 1}}"#).unwrap_err();
         assert!(e.0.starts_with("engine.num_gpu_blockz: unknown field"), "{e}");
         let e = Scenario::from_json_str(r#"{"workload": {"type": "synthetic", "rate_rps": -1}}"#).unwrap_err();
@@ -383,17 +397,56 @@ mod tests {
             r#"{"engine": {"block_size": 16, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}}"#,
         )
         .unwrap();
-        assert!(
-            s.engine.num_gpu_blocks > 16384 && s.engine.kv_bytes_per_token == Some(131072),
-            "{:?}",
-            (s.engine.num_gpu_blocks, s.engine.kv_bytes_per_token)
-        );
+        let e = s.config().unwrap().launch.engine;
+        assert!(e.num_gpu_blocks() > 16384 && e.kv_bytes_per_token == Some(131072), "{:?}", (e.num_gpu_blocks, e.kv_bytes_per_token));
+        // ... and the scenario itself keeps them unset.
+        assert_eq!((s.engine.num_gpu_blocks, s.engine.kv_bytes_per_token), (None, None));
         let s = Scenario::from_json_str(
             r#"{"engine": {"num_gpu_blocks": 100, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}}"#,
         )
         .unwrap();
-        assert_eq!(s.engine.num_gpu_blocks, 100);
+        assert_eq!(s.config().unwrap().launch.engine.num_gpu_blocks(), 100);
         let e = Scenario::from_json_str(r#"{"version": 9}"#).unwrap_err();
         assert!(e.0.contains("version"), "{e}");
+    }
+
+    /// A scenario written back out (as the page holds it) and edited derives its pool for
+    /// the new settings, exactly as a fresh scenario with those settings does.
+    #[test]
+    fn derived_values_follow_the_settings_whatever_the_path() {
+        let h100 = r#"{"engine": {"timing_model": {"type": "roofline", "model": "llama-3.1-70b", "gpu": "h100", "tp": 4}}}"#;
+        let s = Scenario::from_json_str(h100).unwrap();
+        assert_eq!(s.config().unwrap().launch.engine.num_gpu_blocks(), 7004);
+        let mut written = serde_json::to_value(&s).unwrap();
+        written["engine"]["timing_model"]["gpu"] = "h200".into();
+        let edited = Scenario::from_json_str(&written.to_string()).unwrap();
+        let fresh = Scenario::from_json_str(&h100.replace("h100", "h200")).unwrap();
+        assert_eq!(edited, fresh);
+        let (a, b) = (edited.config().unwrap().launch.engine, fresh.config().unwrap().launch.engine);
+        assert_eq!((a.num_gpu_blocks(), a.kv_bytes_per_token), (17475, Some(327_680)));
+        assert_eq!(a, b);
+    }
+
+    /// Every nested object takes defaults for the fields it leaves out.
+    #[test]
+    fn partial_nested_objects_take_defaults() {
+        let s = Scenario::from_json_str(r#"{"workload": {"output_tokens": {"stddev": 100}}}"#).unwrap();
+        let WorkloadSpec::Synthetic(w) = &s.workload else { panic!("synthetic by default") };
+        assert_eq!((w.output_tokens.mean, w.output_tokens.stddev), (256.0, 100.0));
+        assert_eq!((w.input_tokens.mean, w.input_tokens.stddev), (2048.0, 512.0));
+        let s = Scenario::from_json_str(r#"{"workload": {"input_tokens": {"stddev": 7}, "rate_rps": 20}}"#).unwrap();
+        let WorkloadSpec::Synthetic(w) = &s.workload else { panic!() };
+        assert_eq!((w.input_tokens.mean, w.input_tokens.stddev, w.rate_rps), (2048.0, 7.0, 20.0));
+        // A mean alone keeps its old meaning, a fixed length (links made before must keep
+        // their numbers).
+        let s = Scenario::from_json_str(r#"{"workload": {"type": "synthetic", "input_tokens": {"mean": 4096}}}"#).unwrap();
+        let WorkloadSpec::Synthetic(w) = &s.workload else { panic!() };
+        assert_eq!((w.input_tokens.mean, w.input_tokens.stddev), (4096.0, 0.0));
+        let e = Scenario::from_json_str(r#"{"workload": {"input_tokens": {"mean": 1, "sd": 2}}}"#).unwrap_err();
+        assert!(e.0.contains("sd"), "{e}");
+        let s = Scenario::from_json_str(r#"{"cluster": {"router_config": {"router_temperature": 0.5}}}"#).unwrap();
+        assert_eq!(s.cluster.router_config.overlap_score_credit, 1.0);
+        let s = Scenario::from_json_str(r#"{"engine": {"backend": "sglang", "sglang": {"schedule_policy": "lpm"}}}"#).unwrap();
+        assert_eq!(s.engine.sglang.unwrap().chunked_prefill_size, 8192);
     }
 }

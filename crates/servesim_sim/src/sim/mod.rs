@@ -216,6 +216,13 @@ impl Simulation {
         self
     }
 
+    /// Automatic time-series windows: recorded in windows of `fine_ms`, merged at the end
+    /// into at most `target` round windows over what ran (see `report::timeseries`).
+    pub fn with_auto_windows(mut self, fine_ms: f64, target: usize) -> Self {
+        self.recorder.set_auto(fine_ms, target);
+        self
+    }
+
     /// Whether engines count their steady tokens instead of listing them (on by default;
     /// the records come out the same either way, which tests check).
     pub fn with_steady_tokens(mut self, on: bool) -> Self {
@@ -477,7 +484,14 @@ impl Simulation {
         }
         let block_size = self.fleet.pools[Fleet::ENTRY].block_size;
         let scaling = self.planner.map(|p| p.record);
-        RunReport { collector: self.collector, timeseries: self.recorder.finish(), columns: self.columns, block_size, scaling }
+        RunReport {
+            collector: self.collector,
+            timeseries: self.recorder.finish(),
+            columns: self.columns,
+            block_size,
+            scaling,
+            config: None,
+        }
     }
 
     /// Request `i` waits in `pool`'s router queue, with the overlaps its router sees now.
@@ -692,6 +706,10 @@ impl Simulation {
             self.publish_fpm(r, out.fpm, t);
         }
         self.collector.committed_prefill_tokens += out.committed_prefill_tokens;
+        match self.fleet.pools[pool].args().backend {
+            servesim_engine::Backend::Sglang => self.collector.retractions += out.preempted.len() as u64,
+            _ => self.collector.preemptions += out.preempted.len() as u64,
+        }
         for a in &out.admissions {
             self.collector.admit(a.id as u32, a.reused_tokens, role == Role::Decode, a.readmission);
         }

@@ -122,7 +122,7 @@ impl Simulation {
         let p = &self.fleet.pools[pool];
         let args = p.args();
         let caps = Caps {
-            max_kv_tokens: args.num_gpu_blocks as u64 * args.block_size() as u64 * p.dp_size as u64,
+            max_kv_tokens: args.num_gpu_blocks() as u64 * args.block_size() as u64 * p.dp_size as u64,
             num_gpu: p.launch.gpus_per_worker() as i64,
             context_length: args.max_model_len,
         };

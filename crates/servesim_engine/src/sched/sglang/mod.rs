@@ -99,7 +99,7 @@ impl SglangCore {
         let sg = args.sglang();
         let cfg = Config {
             page: args.block_size(),
-            pages: args.num_gpu_blocks,
+            pages: args.num_gpu_blocks(),
             max_running: args.max_num_seqs.map_or(usize::MAX, |n| n as usize),
             prefix_caching: args.enable_prefix_caching,
             policy: sg.schedule_policy,

@@ -133,7 +133,7 @@ impl VllmCore {
         let cfg = Config {
             block_size: args.block_size(),
             block_shift: args.block_size().is_power_of_two().then(|| args.block_size().trailing_zeros()),
-            num_blocks: args.num_gpu_blocks,
+            num_blocks: args.num_gpu_blocks(),
             max_num_seqs: args.max_num_seqs.map_or(usize::MAX, |n| n as usize),
             budget: args.max_num_batched_tokens.map_or(u64::MAX, u64::from),
             chunked_prefill: args.enable_chunked_prefill,
