@@ -55,6 +55,9 @@ const KEYS: Record<string, string> = {
   prefill_gpus_per_worker: 'GPUs per prefill worker (tensor parallel × DP ranks)',
   decode_gpus_per_worker: 'GPUs per decode worker (tensor parallel × DP ranks)',
   gpu_hours: 'GPU-hours: GPUs × hours of the run',
+  gpu_seconds: 'GPU-seconds: each worker’s GPUs × the seconds it was provisioned, summed',
+  meets_slo: 'Whether the run met every bound of the scenario’s slo (p99 latencies; the goodput thresholds count requests)',
+  total_gpus: 'GPUs of the cluster as it starts (workers × GPUs per worker)',
 };
 
 /** A sentence explaining a summary key, or null for a key this page does not know. */

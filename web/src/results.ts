@@ -56,7 +56,7 @@ export function coverage(r: RunResult): string | null {
     .filter(Boolean)
     .join(', ');
   if (r.cancelled) {
-    return `Cancelled after ${fmt(r.now_ms / 1000)} s of simulated time: ${fmt(done)} of ${fmt(n)} requests completed; the figures cover those.${failed ? ` ${failed}.` : ''}`;
+    return `Cancelled after ${fmt(r.now_ms / 1000)} s of simulated time: ${fmt(done)} of the ${fmt(n)} requests that had arrived completed; the figures cover those.${failed ? ` ${failed}.` : ''}`;
   }
   if (done === 0) return `No request completed: ${failed || `0 of ${fmt(n)}`}.${why}`;
   if (done < n) return `${fmt(done)} of ${fmt(n)} requests completed; the figures cover those (${failed}).${why}`;

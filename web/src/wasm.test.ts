@@ -91,8 +91,9 @@ describe('the engine module', () => {
     expect(sim.cancelled).toBe(true);
     expect(sim.advance(10)).toBe(true);
     const s = sim.summary();
-    expect(s.num_requests).toBe(5000);
-    expect(s.completed_requests).toBeLessThan(5000);
+    // num_requests counts the requests that arrived before the cancel, as after a cut-off.
+    expect(s.num_requests).toBeLessThan(5000);
+    expect(s.completed_requests).toBeLessThanOrEqual(s.num_requests);
   });
 
   it('runs an uploaded trace and names a bad line', () => {
