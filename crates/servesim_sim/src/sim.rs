@@ -15,9 +15,12 @@ use crate::scenario::SimConfig;
 use crate::workload::Workload;
 use crate::workload::driver::{Driver, Load};
 use servesim_engine::hash::mix64;
+use servesim_engine::kv::offload::Tiers;
 use servesim_engine::perf::duration_ms;
 use servesim_engine::{Engine, LaunchConfig, Outcome, PassOutput, RankSetup, WorkerType};
 use std::time::Duration;
+
+mod offload;
 
 pub struct Simulation {
     workload: Workload,
@@ -40,11 +43,18 @@ pub struct Simulation {
     /// It stopped there, with work left.
     cut_off: bool,
     columns: Vec<Column>,
+    /// Native KV offload: each pool's shared tiers (None when no engine offloads; then the
+    /// event loop is the one without transfer deadlines).
+    offload: Option<Vec<Tiers>>,
 }
 
 impl Simulation {
-    pub fn new(cfg: &SimConfig, workload: Workload) -> Result<Self, SimError> {
+    pub fn new(cfg: &SimConfig, mut workload: Workload) -> Result<Self, SimError> {
         cfg.validate()?;
+        let offload = cfg.engines().iter().any(|e| e.native_host_offload.is_some());
+        if offload {
+            workload.intern_ids();
+        }
         if workload.is_empty() {
             return Err(SimError::new("the workload has no requests"));
         }
@@ -67,6 +77,7 @@ impl Simulation {
             max_sim_time_ms: cfg.max_sim_time_ms,
             cut_off: false,
             columns: Column::DEFAULT.to_vec(),
+            offload: offload.then(Vec::new),
             workload,
         };
         sim.collector.sla = cfg.sla;
@@ -113,12 +124,22 @@ impl Simulation {
         let router = Router::new(cfg.router_mode, router_cfg, targets, launch.engine.block_size(), mix64(cfg.seed ^ pool_index as u64))
             .with_event_lag(cfg.kv_event_lag_ms);
         let profile = cfg.profiles.get(&launch.engine);
+        let tiers = Tiers::for_pool(&launch.engine, workers);
+        if let Some(all) = &mut self.offload {
+            all.push(tiers.clone());
+        }
         for w in 0..workers {
             let group = fleet.workers.len();
             let start = fleet.ranks.len();
             for dp in 0..launch.dp_size {
-                let setup =
-                    RankSetup { dp_rank: dp, dp_size: launch.dp_size, emit_events: router.wants_kv_events(), profile: profile.clone() };
+                let setup = RankSetup {
+                    dp_rank: dp,
+                    dp_size: launch.dp_size,
+                    emit_events: router.wants_kv_events(),
+                    profile: profile.clone(),
+                    worker: w,
+                    tiers: tiers.clone(),
+                };
                 let mut engine = Engine::new(&launch.engine, &setup)?;
                 engine.set_steady_tokens(true);
                 fleet.ranks.push(Rank {
@@ -191,7 +212,7 @@ impl Simulation {
     }
 
     pub fn is_done(&self) -> bool {
-        self.cut_off || self.driver.is_drained() && self.events.is_empty()
+        self.cut_off || self.driver.is_drained() && self.events.is_empty() && !(self.offload.is_some() && self.transfers_pending())
     }
 
     /// Runs to the end.
@@ -210,7 +231,14 @@ impl Simulation {
             if self.cut_off {
                 return true;
             }
-            let next_event = self.events.next_time();
+            let mut next_event = self.events.next_time();
+            if self.offload.is_some()
+                && let Some(d) = self.next_transfer_deadline()
+            {
+                // A deadline already due (a shared tier's news) is taken now.
+                let d = d.max(self.now_ms);
+                next_event = Some(next_event.map_or(d, |e| e.min(d)));
+            }
             let next_arrival = self.driver.next_time();
             let t = match (next_event, next_arrival) {
                 (None, None) => {
@@ -234,6 +262,10 @@ impl Simulation {
             }
             self.count_worker_seconds(t);
             self.now_ms = t;
+            if self.offload.is_some() {
+                self.drain_with_offload(t);
+                continue;
+            }
             while let Some(e) = self.events.pop_due(t) {
                 match e.kind {
                     EventKind::PassEnd { worker } => self.end_worker_pass(worker as usize, t),
@@ -350,6 +382,10 @@ impl Simulation {
             let lost: Vec<usize> =
                 self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
             assert!(lost.is_empty(), "requests never finished (trace lines {:?})", lost.iter().map(|i| i + 1).collect::<Vec<_>>());
+        }
+        if let Some(tiers) = &self.offload {
+            let (g3, g2) = Self::offload_report(tiers);
+            self.collector.offload = Some(crate::report::OffloadReport { g3, g2 });
         }
         let block_size = self.fleet.pools[Fleet::ENTRY].block_size;
         RunReport { collector: self.collector, timeseries: self.recorder.finish(), columns: self.columns, block_size }
@@ -471,6 +507,14 @@ impl Simulation {
     /// Worker `w`'s pass ended at `t`: its ranks' passes take effect, then each decode rank
     /// takes its pass-boundary reservations.
     fn end_worker_pass(&mut self, w: usize, t: f64) {
+        if self.offload.is_some() {
+            self.offload_boundary(w, t);
+        }
+        self.apply_worker_pass(w, t);
+    }
+
+    /// Worker `w`'s pass takes effect (after its offload boundary, if any).
+    fn apply_worker_pass(&mut self, w: usize, t: f64) {
         self.fleet.workers[w].busy = false;
         if let Some(h) = &mut self.handoff {
             for r in self.fleet.workers[w].ranks.clone() {
@@ -509,6 +553,9 @@ impl Simulation {
         self.collector.committed_prefill_tokens += out.committed_prefill_tokens;
         for a in &out.admissions {
             self.collector.admit(a.id as u32, a.reused_tokens, role == Role::Decode, a.readmission);
+            if let Some(host) = a.host_reused_tokens {
+                self.collector.records[a.id as usize].host_reused_input_tokens = Some(host);
+            }
         }
         let prev_end = std::mem::replace(&mut self.fleet.ranks[r].last_pass_end_ms, t);
         if role != Role::Prefill {

@@ -5,6 +5,8 @@
 //! active blocks + request blocks not already active`. It knows what each target caches
 //! only from the KV events engines publish at pass end (the [`Indexer`]), and tracks load from
 //! request lifecycle edges: routing adds, first token drops the prefill charge, the end frees.
+//! With native offload, blocks a target's host tier holds right after its device overlap
+//! count too, at `host_cache_hit_weight` each (credit and reported overlap alike).
 
 use super::indexer::Indexer;
 use rand::{Rng, SeedableRng};
@@ -12,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use servesim_engine::hash::mix64;
-use servesim_engine::kv::{KvEvent, KvEventData};
+use servesim_engine::kv::{KvEvent, KvEventData, KvTier};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -40,6 +42,8 @@ pub struct RouterConfig {
     /// Queue requests while every target's active prefill tokens exceed this fraction of
     /// `max_num_batched_tokens`; None disables the queue.
     pub router_queue_threshold: Option<f64>,
+    /// The weight of a block only a target's host tier holds (native offload).
+    pub host_cache_hit_weight: f64,
 }
 
 impl Default for RouterConfig {
@@ -53,6 +57,7 @@ impl Default for RouterConfig {
             router_assume_kv_reuse: true,
             router_track_prefill_tokens: true,
             router_queue_threshold: None,
+            host_cache_hit_weight: 0.75,
         }
     }
 }
@@ -63,6 +68,7 @@ impl RouterConfig {
             ("overlap_score_credit", self.overlap_score_credit),
             ("prefill_load_scale", self.prefill_load_scale),
             ("router_temperature", self.router_temperature),
+            ("host_cache_hit_weight", self.host_cache_hit_weight),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("router_config.{name} must be finite and non-negative"));
@@ -142,7 +148,7 @@ pub struct Router {
     /// How long KV events take to reach the indexer (Dynamo's `kv_event_lag_ms`), and those on
     /// their way: (published at, target, event), in publication order.
     event_lag_ms: f64,
-    in_transit: std::collections::VecDeque<(f64, u32, KvEventData)>,
+    in_transit: std::collections::VecDeque<(f64, u32, KvTier, KvEventData)>,
 }
 
 impl Router {
@@ -190,12 +196,12 @@ impl Router {
     }
 
     pub fn route(&mut self, q: &RouteQuery) -> Placement {
-        while let Some(&(at, target, _)) = self.in_transit.front() {
+        while let Some(&(at, ..)) = self.in_transit.front() {
             if at + self.event_lag_ms > q.now_ms {
                 break;
             }
-            let (_, _, data) = self.in_transit.pop_front().expect("peeked");
-            self.indexer.apply(target, &data);
+            let (_, target, tier, data) = self.in_transit.pop_front().expect("peeked");
+            self.index(target, tier, &data);
         }
         let placement = match self.mode {
             RouterMode::RoundRobin => {
@@ -212,12 +218,20 @@ impl Router {
         placement
     }
 
-    fn cost(&self, t: usize, q: &RouteQuery, overlap: u32) -> f64 {
+    fn index(&mut self, target: u32, tier: KvTier, data: &KvEventData) {
+        match tier {
+            KvTier::Device => self.indexer.apply(target, data),
+            KvTier::HostPinned => self.indexer.apply_host(target, data),
+        }
+    }
+
+    fn cost(&self, t: usize, q: &RouteQuery, overlap: u32, host: u32) -> f64 {
         let bs = self.block_size as f64;
         let load = &self.loads[t];
         let prefill_tokens = if self.cfg.router_track_prefill_tokens { load.prefill_tokens } else { 0 };
         let raw_prefill = (prefill_tokens + q.prompt_tokens as u64) as f64 / bs;
-        let adjusted = (raw_prefill - self.cfg.overlap_score_credit * overlap as f64).max(0.0);
+        let credit = self.cfg.overlap_score_credit * overlap as f64 + self.cfg.host_cache_hit_weight * host as f64;
+        let adjusted = (raw_prefill - credit).max(0.0);
         let decode = if self.cfg.router_track_active_blocks {
             let incoming = if self.cfg.router_assume_kv_reuse {
                 q.block_hashes.iter().filter(|h| !load.active.contains_key(h)).count()
@@ -235,7 +249,8 @@ impl Router {
         let full = &q.block_hashes[..q.full_blocks as usize];
         let overlaps: Vec<u32> =
             (0..self.targets).map(|t| if self.cfg.overlap_score_credit > 0.0 { self.indexer.overlap(t as u32, full) } else { 0 }).collect();
-        let costs: Vec<f64> = (0..self.targets).map(|t| self.cost(t, q, overlaps[t])).collect();
+        let hosts: Vec<u32> = (0..self.targets).map(|t| self.indexer.host_overlap(t as u32, full, overlaps[t])).collect();
+        let costs: Vec<f64> = (0..self.targets).map(|t| self.cost(t, q, overlaps[t], hosts[t])).collect();
         let target = if self.cfg.router_temperature > 0.0 {
             self.sample_softmax(&costs)
         } else {
@@ -243,7 +258,12 @@ impl Router {
             let tied: Vec<usize> = (0..self.targets).filter(|&t| costs[t] == best).collect();
             tied[self.rng.random_range(0..tied.len())]
         };
-        Placement { target, overlap_blocks: overlaps[target] }
+        // Host blocks count at their weight in the overlap the router reports and charges.
+        let overlap_blocks = match hosts[target] {
+            0 => overlaps[target],
+            h => (overlaps[target] as f64 + self.cfg.host_cache_hit_weight * h as f64).floor() as u32,
+        };
+        Placement { target, overlap_blocks }
     }
 
     fn sample_softmax(&mut self, costs: &[f64]) -> usize {
@@ -310,9 +330,9 @@ impl Router {
         }
         for e in events {
             if self.event_lag_ms > 0.0 {
-                self.in_transit.push_back((now_ms, target as u32, e.data.clone()));
+                self.in_transit.push_back((now_ms, target as u32, e.tier, e.data.clone()));
             } else {
-                self.indexer.apply(target as u32, &e.data);
+                self.index(target as u32, e.tier, &e.data);
             }
         }
     }
@@ -328,7 +348,7 @@ mod tests {
     use servesim_engine::kv::{KvEventData, StoredBlock};
 
     fn ev(data: KvEventData) -> KvEvent {
-        KvEvent { event_id: 0, dp_rank: 0, data }
+        KvEvent { event_id: 0, dp_rank: 0, tier: Default::default(), data }
     }
 
     #[test]

@@ -18,6 +18,9 @@ pub enum Column {
     RouterOverlapTokens,
     InputLength,
     Worker,
+    /// Prompt tokens the first admission took from the host tier (native offload; null
+    /// without it).
+    HostReusedInputTokens,
 }
 
 impl Column {
@@ -25,7 +28,7 @@ impl Column {
     pub const DEFAULT: [Column; 5] =
         [Column::FirstTokenMs, Column::EndMs, Column::OutputTokens, Column::ReusedInputTokens, Column::Readmissions];
 
-    const NAMES: [(&'static str, Column); 9] = [
+    const NAMES: [(&'static str, Column); 10] = [
         ("first_token_ms", Column::FirstTokenMs),
         ("end_ms", Column::EndMs),
         ("output_tokens", Column::OutputTokens),
@@ -35,6 +38,7 @@ impl Column {
         ("router_overlap_tokens", Column::RouterOverlapTokens),
         ("input_length", Column::InputLength),
         ("worker", Column::Worker),
+        ("host_reused_input_tokens", Column::HostReusedInputTokens),
     ];
 
     pub fn parse(name: &str) -> Result<Column, String> {
@@ -55,6 +59,7 @@ impl Column {
             Column::RouterOverlapTokens => json!(r.router_overlap_blocks * block_size),
             Column::InputLength => json!(r.input_length),
             Column::Worker => json!(r.worker),
+            Column::HostReusedInputTokens => json!(r.host_reused_input_tokens),
         }
     }
 }
