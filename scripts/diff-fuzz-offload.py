@@ -48,6 +48,13 @@ def trace():
         # One decimal: the oracle pairs rows with trace lines by arrival rounded to 0.01 ms.
         t = round(t + rng.choice([0.0, rng.uniform(0, gap), float(rng.randint(0, int(gap) + 1))]), 1)
         rows.append({"timestamp": t, "input_length": n, "output_length": rng.randint(1, rng.choice([4, 20, 80])), "hash_ids": blocks})
+    # The oracle pairs rows with lines by (arrival, input, output): keep those unique, or two
+    # look-alike requests may be paired the other way round.
+    seen = set()
+    for r in rows:
+        while (r["timestamp"], r["input_length"], r["output_length"]) in seen:
+            r["output_length"] += 1
+        seen.add((r["timestamp"], r["input_length"], r["output_length"]))
     return rows
 
 

@@ -277,6 +277,9 @@ impl LaunchConfig {
         if self.dp_size == 0 {
             return Err(ArgsError("dp_size must be positive".into()));
         }
+        if self.engine.g3_offload.is_some() && self.dp_size != 1 {
+            return Err(ArgsError("engine.g3_offload supports only dp_size=1".into()));
+        }
         if let Some(tp) = self.tensor_parallel_size {
             if tp == 0 {
                 return Err(ArgsError("tensor_parallel_size must be positive".into()));
@@ -603,6 +606,8 @@ mod tests {
         assert!(e.contains("g3_offload timing must be finite and non-negative"), "{e}");
         let e = bad(with(json!({"worker_type": "prefill", "g3_offload": {"scope": "worker_local", "num_g3_blocks": 1}})));
         assert!(e.contains("g3_offload is supported only for worker_type=aggregated"), "{e}");
+        let launch = json!({"dp_size": 2, "engine": with(json!({"g3_offload": {"scope": "worker_local", "num_g3_blocks": 1}}))});
+        assert!(LaunchConfig::from_json(&launch).unwrap_err().0.contains("g3_offload supports only dp_size=1"));
     }
 
     #[test]

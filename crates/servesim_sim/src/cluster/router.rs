@@ -149,6 +149,9 @@ pub struct Router {
     /// their way: (published at, target, event), in publication order.
     event_lag_ms: f64,
     in_transit: std::collections::VecDeque<(f64, u32, KvTier, KvEventData)>,
+    /// Prompt tokens the last KV-aware choice counted as cached, host blocks at their weight
+    /// (its prefill charge leaves them out).
+    weighted_cached_tokens: u64,
 }
 
 impl Router {
@@ -165,6 +168,7 @@ impl Router {
             tracked: FxHashMap::default(),
             event_lag_ms: 0.0,
             in_transit: Default::default(),
+            weighted_cached_tokens: 0,
         }
     }
 
@@ -258,12 +262,11 @@ impl Router {
             let tied: Vec<usize> = (0..self.targets).filter(|&t| costs[t] == best).collect();
             tied[self.rng.random_range(0..tied.len())]
         };
-        // Host blocks count at their weight in the overlap the router reports and charges.
-        let overlap_blocks = match hosts[target] {
-            0 => overlaps[target],
-            h => (overlaps[target] as f64 + self.cfg.host_cache_hit_weight * h as f64).floor() as u32,
-        };
-        Placement { target, overlap_blocks }
+        // Host blocks count at their weight: the overlap reported is the whole blocks of it,
+        // the prefill charge leaves out its tokens, rounded.
+        let weighted = overlaps[target] as f64 + self.cfg.host_cache_hit_weight * hosts[target] as f64;
+        self.weighted_cached_tokens = (weighted * self.block_size as f64).round() as u64;
+        Placement { target, overlap_blocks: weighted.floor() as u32 }
     }
 
     fn sample_softmax(&mut self, costs: &[f64]) -> usize {
@@ -284,7 +287,7 @@ impl Router {
 
     fn track(&mut self, q: &RouteQuery, p: Placement) {
         let load = &mut self.loads[p.target];
-        let uncached = (q.prompt_tokens as u64).saturating_sub(p.overlap_blocks as u64 * self.block_size as u64);
+        let uncached = (q.prompt_tokens as u64).saturating_sub(self.weighted_cached_tokens);
         let prefill_charge = if self.cfg.router_track_prefill_tokens { uncached } else { 0 };
         load.prefill_tokens += prefill_charge;
         // Without assumed reuse the router gives every request its own block identities.
