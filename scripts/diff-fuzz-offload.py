@@ -10,11 +10,14 @@ column, every summary key: g3_offload, g2_domains, worker-seconds). Run it with 
 reference's python:
 
   DYN_LOG=error ../oracle-venv/bin/python scripts/diff-fuzz-offload.py --bin target/release/servesim \\
-      [--cases 200] [--seed 1] [--keep DIR] [--max-diffs 5]
+      [--cases 200] [--seed 1] [--keep DIR] [--max-diffs 5] [--realistic]
+
+--realistic draws the traces from the oracle's gen_trace.py instead (40-120 requests, 2-8
+shared-prefix groups of 4-40 blocks, as the public offload cases), with pools to match.
 
 Mismatches are kept as case files with the reference's figures (`servesim replay` and
 compare_ext.py reproduce them). Cases the reference fails or hangs on are counted and skipped
-(SHOWERR=1 prints why)."""
+(SHOWERR=1 prints why; KEEPSKIPPED=1 keeps them too, with the reference's error)."""
 import argparse, json, multiprocessing, os, random, shutil, subprocess, sys, tempfile
 from collections import Counter
 
@@ -27,6 +30,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True); ap.add_argument("--cases", type=int, default=100)
 ap.add_argument("--seed", type=int, default=1); ap.add_argument("--keep", default="offload-diffs")
 ap.add_argument("--max-diffs", type=int, default=5)
+ap.add_argument("--realistic", action="store_true")
 a = ap.parse_args(); rng = random.Random(a.seed)
 
 
@@ -48,6 +52,22 @@ def trace():
         # One decimal: the oracle pairs rows with trace lines by arrival rounded to 0.01 ms.
         t = round(t + rng.choice([0.0, rng.uniform(0, gap), float(rng.randint(0, int(gap) + 1))]), 1)
         rows.append({"timestamp": t, "input_length": n, "output_length": rng.randint(1, rng.choice([4, 20, 80])), "hash_ids": blocks})
+    return unique(rows)
+
+
+def realistic_trace(tmp):
+    """A gen_trace.py trace shaped like the public offload cases."""
+    path = os.path.join(tmp, "gen.jsonl")
+    lo = rng.randint(2, 20)
+    subprocess.run([sys.executable, os.path.join(ORACLE, "gen_trace.py"), str(rng.randint(40, 120)), path,
+                    "--seed", str(rng.randint(1, 10**6)), "--rate", str(rng.choice([1, 2, 4, 8])),
+                    "--groups", str(rng.randint(2, 8)), "--prefix-blocks", str(lo), str(lo + rng.randint(2, 20)),
+                    "--isl", "16", str(rng.choice([120, 400])), "--osl", "2", str(rng.choice([20, 80])), "--block", "16"],
+                   check=True, capture_output=True)
+    return unique([json.loads(l) for l in open(path) if l.strip()])
+
+
+def unique(rows):
     # The oracle pairs rows with lines by (arrival, input, output): keep those unique, or two
     # look-alike requests may be paired the other way round.
     seen = set()
@@ -106,7 +126,8 @@ os.makedirs(a.keep, exist_ok=True); tmp = tempfile.mkdtemp()
 pool = multiprocessing.get_context("fork").Pool(1)
 stats, features, bad = Counter(), Counter(), 0
 for i in range(a.cases):
-    rows = trace(); replay = offload_case(rows)
+    rows = realistic_trace(tmp) if a.realistic else trace()
+    replay = offload_case(rows)
     trace_path, case_path, answer = (os.path.join(tmp, f) for f in ("t.jsonl", "case.json", "answer.json"))
     with open(trace_path, "w") as f:
         f.write("".join(json.dumps(r) + "\n" for r in rows))
@@ -116,6 +137,11 @@ for i in range(a.cases):
         pool.terminate(); pool = multiprocessing.get_context("fork").Pool(1); stats["skipped"] += 1; continue
     except Exception as e:
         if os.environ.get("SHOWERR"): print("SKIP", repr(e)[:300], flush=True)
+        if os.environ.get("KEEPSKIPPED"):
+            keep = os.path.join(a.keep, f"skipped-{a.seed}-{i}"); os.makedirs(keep, exist_ok=True)
+            shutil.copy(trace_path, keep)
+            json.dump({"name": f"skipped-{a.seed}-{i}", "trace": "t.jsonl", "replay": replay, "reference_error": repr(e)[:500]},
+                      open(os.path.join(keep, "case.json"), "w"), indent=1)
         stats["skipped"] += 1; continue
     case = {"name": f"offload-fuzz-{a.seed}-{i}", "trace": "t.jsonl", "replay": replay, "expected": summary,
             "per_request_columns": cols, "per_request": ref_rows}
