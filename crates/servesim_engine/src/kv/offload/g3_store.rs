@@ -5,8 +5,8 @@
 //!
 //! - Writes are write-through from G2: when a store lands in G2 its blocks are offered to G3
 //!   as one job. G3 takes only blocks it lacks, the leading ones that fit in its free room
-//!   plus what it may evict (least recently touched, not pending, not being read, not in the
-//!   job); it evicts only as many as it needs.
+//!   plus what it may evict (least recently touched, not pending, not being read, not offered
+//!   in this job, even if already held); it evicts only as many as it needs.
 //! - A read brings blocks back into G2; its blocks are pinned until it completes.
 //! - Jobs move at an equal share of the worker's read or write bandwidth (and, cluster-shared,
 //!   of the pool's), after `latency_to_first_byte_ms`.
@@ -156,6 +156,8 @@ impl G3Store {
         // A rank behind the store's time never schedules work in the past.
         self.advance(now);
         let pool = self.pool(worker);
+        // Every block offered is safe from eviction, those G3 holds already included.
+        let protected: FxHashSet<Key> = keys.iter().copied().collect();
         let mut keys: Vec<Key> = match way {
             Way::Write => keys.iter().copied().filter(|k| !self.entries.contains_key(&(pool, *k))).collect(),
             Way::Read => keys.to_vec(),
@@ -164,7 +166,6 @@ impl G3Store {
             return None;
         }
         if way == Way::Write {
-            let protected: FxHashSet<Key> = keys.iter().copied().collect();
             let used = self.entries.keys().filter(|(p, _)| *p == pool).count() as u64;
             let free = self.cfg.num_g3_blocks - used;
             let mut victims: Vec<(u64, (u32, Key))> = self
