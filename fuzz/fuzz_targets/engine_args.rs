@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(a) = EngineArgs::from_json(&v) {
         // Keep allocations small: the pool is sized by num_gpu_blocks.
-        if a.validate().is_ok() && a.num_gpu_blocks <= 1 << 16 {
+        if a.validate().is_ok() && a.num_gpu_blocks() <= 1 << 16 {
             let _ = Engine::new(&a, &RankSetup::single(true));
         }
     }

@@ -3,12 +3,16 @@
 
 import type { Early } from './early';
 import { Engine } from './engine';
+import type { Presets } from './protocol';
 import { diff, type JsonObject } from './scenario';
 import { decodeLink, encodeLink, LinkError } from './share';
 
 export { STORAGE_KEY } from './early';
 
-export type State = 'loading' | 'ready' | 'running' | 'done' | 'error';
+/** `refused`: the engine refuses the settings on screen (or a field is invalid); `cancelling`:
+ * a cancelled run has stopped and its results are being gathered; `cancelled`: a run stopped
+ * before it had results. Only `done` means the results shown are a finished run's. */
+export type State = 'loading' | 'ready' | 'running' | 'cancelling' | 'done' | 'error' | 'refused' | 'cancelled';
 
 export class Status {
   runs = 0;
@@ -40,6 +44,7 @@ export interface Boot {
   engine: Engine;
   defaults: JsonObject;
   version: string;
+  presets: Presets;
 }
 
 /** Starts the worker and waits for the engine's defaults. */
@@ -47,7 +52,7 @@ export async function boot(): Promise<Boot> {
   const early = (globalThis as { __servesimEarly?: Early }).__servesimEarly;
   const engine = early?.engine ?? new Engine();
   const hello = await (early?.hello ?? engine.hello());
-  return { engine, defaults: JSON.parse(hello.defaults) as JsonObject, version: hello.version };
+  return { engine, defaults: JSON.parse(hello.defaults) as JsonObject, version: hello.version, presets: JSON.parse(hello.presets) as Presets };
 }
 
 /**

@@ -4,8 +4,8 @@
 
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { cdf, latencies } from './charts-math';
-import type { RunResult } from './protocol';
+import { TERMS } from './glossary';
+import type { Cdf, RunResult } from './protocol';
 
 export interface Run {
   label: string;
@@ -15,7 +15,6 @@ export interface Run {
 }
 
 const PALETTE = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#db2777', '#0891b2', '#65a30d'];
-const MAX_RANKS = 8;
 
 type Table = [Float64Array | number[], ...(Float64Array | number[] | (number | null)[])[]];
 
@@ -88,6 +87,12 @@ class Chart {
       data,
       this.host,
     );
+    // Legend entries name metrics: each says what it is on hover.
+    for (const th of this.host.querySelectorAll<HTMLElement>('.u-legend .u-series th')) {
+      const label = th.textContent ?? '';
+      const name = Object.keys(TERMS).find((t) => label.includes(t));
+      if (name) th.title = TERMS[name] ?? '';
+    }
   }
 
   clear(): void {
@@ -136,23 +141,35 @@ export class Charts {
     return this.charts.get(id);
   }
 
+  /** Draws every chart at once. */
   render(runs: Run[]): void {
+    for (const draw of this.drawers(runs)) draw();
+  }
+
+  /**
+   * One function per chart, to be called in turn (the playground calls one per frame, so a
+   * large result never holds the main thread for long).
+   */
+  drawers(runs: Run[]): (() => void)[] {
     const style = (run: Run): { dash?: number[]; tag: string } => ({
       dash: run.baseline ? [6, 4] : undefined,
       tag: runs.length > 1 ? `${run.label} ` : '',
     });
+    const out: (() => void)[] = [];
 
     // Throughput: output and input tokens/s (input on the right axis).
-    this.chart('throughput')?.draw(
-      join(runs.map((run) => [seconds(run.result.series.t_ms), nulls(run.result.series.cluster.output_tok_s), nulls(run.result.series.cluster.input_tok_s)])),
-      runs.flatMap((run) => {
-        const s = style(run);
-        return [
-          { label: `${s.tag}output tok/s`, color: color(0), dash: s.dash },
-          { label: `${s.tag}input tok/s`, color: color(2), dash: s.dash, scale: 'y2' },
-        ];
-      }),
-      { xLabel: 'time (s)', yLabel: 'output tok/s', y2Label: 'input tok/s' },
+    out.push(() =>
+      this.chart('throughput')?.draw(
+        join(runs.map((run) => [seconds(run.result.series.t_ms), nulls(run.result.series.cluster.output_tok_s), nulls(run.result.series.cluster.input_tok_s)])),
+        runs.flatMap((run) => {
+          const s = style(run);
+          return [
+            { label: `${s.tag}output tok/s`, color: color(0), dash: s.dash },
+            { label: `${s.tag}input tok/s`, color: color(2), dash: s.dash, scale: 'y2' },
+          ];
+        }),
+        { xLabel: 'time (s)', yLabel: 'output tok/s', y2Label: 'input tok/s' },
+      ),
     );
 
     const lat = [
@@ -161,36 +178,39 @@ export class Charts {
       ['itl_p50_ms', 'ITL p50'],
       ['itl_p99_ms', 'ITL p99'],
     ] as const;
-    this.chart('latency')?.draw(
-      join(runs.map((run) => [seconds(run.result.series.t_ms), ...lat.map(([k]) => nulls(run.result.series.cluster[k]))])),
-      runs.flatMap((run) =>
-        lat.map(([, label], i) => ({
-          label: style(run).tag + label,
-          color: color(i === 0 || i === 1 ? i : i + 1),
-          dash: style(run).dash,
-          scale: i >= 2 ? 'y2' : 'y',
-        })),
+    out.push(() =>
+      this.chart('latency')?.draw(
+        join(runs.map((run) => [seconds(run.result.series.t_ms), ...lat.map(([k]) => nulls(run.result.series.cluster[k]))])),
+        runs.flatMap((run) =>
+          lat.map(([, label], i) => ({
+            label: style(run).tag + label,
+            color: color(i === 0 || i === 1 ? i : i + 1),
+            dash: style(run).dash,
+            scale: i >= 2 ? 'y2' : 'y',
+          })),
+        ),
+        { xLabel: 'time (s)', yLabel: 'TTFT (ms)', y2Label: 'ITL (ms)' },
       ),
-      { xLabel: 'time (s)', yLabel: 'TTFT (ms)', y2Label: 'ITL (ms)' },
     );
 
-    const lats = runs.map((run) => ({ run, lat: latencies(run.result) }));
     for (const [id, key, name] of [
       ['dist-ttft', 'ttft', 'TTFT'],
       ['dist-tpot', 'tpot', 'TPOT'],
       ['dist-e2e', 'e2e', 'E2E'],
     ] as const) {
-      // The runs with samples, each with its CDF.
-      const shown = lats.map(({ run, lat }) => ({ run, table: cdf(lat[key]) as Table })).filter(({ table }) => table[0].length > 0);
-      if (shown.length === 0) {
-        this.chart(id)?.clear();
-        continue;
-      }
-      this.chart(id)?.draw(
-        join(shown.map(({ table }) => table)),
-        shown.map(({ run }, i) => ({ label: `${style(run).tag}${name}`, color: color(i === 0 ? 0 : 1), dash: style(run).dash })),
-        { xLabel: `${name} (ms)`, yLabel: 'percentile', yRange: [0, 100] },
-      );
+      out.push(() => {
+        // The runs with samples, each with its CDF (computed in the worker).
+        const shown = runs.map((run) => ({ run, table: run.result.cdfs[key] as Cdf as Table })).filter(({ table }) => table[0].length > 0);
+        if (shown.length === 0) {
+          this.chart(id)?.clear();
+          return;
+        }
+        this.chart(id)?.draw(
+          join(shown.map(({ table }) => table)),
+          shown.map(({ run }, i) => ({ label: `${style(run).tag}${name}`, color: color(i === 0 ? 0 : 1), dash: style(run).dash })),
+          { xLabel: `${name} (ms)`, yLabel: 'percentile', yRange: [0, 100] },
+        );
+      });
     }
 
     const perRank = (id: string, column: string, yLabel: string, yRange?: [number, number]) => {
@@ -198,7 +218,7 @@ export class Charts {
       const tables: Table[] = [];
       const series: SeriesSpec[] = [];
       for (const run of runs) {
-        const ranks = run.result.series.ranks.slice(0, MAX_RANKS);
+        const ranks = run.result.series.ranks;
         tables.push([seconds(run.result.series.t_ms), ...ranks.map((r) => nulls(r.columns[column] ?? new Float64Array(run.result.series.t_ms.length)))]);
         ranks.forEach((r, i) => {
           const pool = r.pool && r.pool !== 'aggregated' && r.pool !== 'agg' ? `${r.pool} ` : 'worker ';
@@ -209,8 +229,10 @@ export class Charts {
       }
       this.chart(id)?.draw(join(tables), series, { xLabel: 'time (s)', yLabel, yRange, counts });
     };
-    perRank('kv', 'kv_usage', 'KV use', [0, 1]);
-    perRank('queue', 'waiting', 'waiting requests');
-    perRank('hit', 'prefix_hit_rate', 'hit rate', [0, 1]);
+    out.push(() => perRank('kv', 'kv_usage', 'KV use', [0, 1]));
+    out.push(() => perRank('queue', 'waiting', 'waiting requests'));
+    out.push(() => perRank('hit', 'prefix_hit_rate', 'hit rate', [0, 1]));
+    out.push(() => perRank('preempt', 'preemptions', 'per window'));
+    return out;
   }
 }

@@ -12,7 +12,7 @@ export interface Speculative {
   result: Promise<RunResult>;
   cancel: () => void;
   id: number;
-  onProgress: ((p: number) => void) | null;
+  onProgress: ((p: number, nowMs: number, stopped: boolean) => void) | null;
 }
 
 export interface Early {
@@ -35,7 +35,7 @@ const early: Early = { engine, hello: engine.hello(), speculative: null };
 if (opensOnDefaults()) {
   // `{}` is the default scenario; 0 asks for automatic time-series windows, as the page does.
   const spec: Speculative = { result: undefined as never, cancel: () => {}, id: 0, onProgress: null };
-  const job = engine.run('{}', undefined, 0, (p) => spec.onProgress?.(p));
+  const job = engine.run('{}', undefined, 0, (p, now, stopped) => spec.onProgress?.(p, now, stopped));
   Object.assign(spec, { result: job.result, cancel: job.cancel, id: job.id });
   // Unclaimed results are simply dropped; errors surface when the page claims the run.
   job.result.catch(() => {});

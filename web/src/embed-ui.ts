@@ -4,7 +4,8 @@
 import { boot, element, intervalFor, pageUrl, Status, scenarioFromHash, showMessage } from './app';
 import { Charts } from './charts';
 import { takeSpeculative } from './early';
-import { renderHeadline } from './results';
+import { explainMarked } from './glossary';
+import { fmt, renderHeadline } from './results';
 
 const status = new Status(element('#status'));
 const message = element('#message');
@@ -18,6 +19,7 @@ async function start(): Promise<void> {
   });
   if (!app) return;
   const charts = new Charts(document, 180);
+  explainMarked(document);
   const h = location.hash;
   (document.getElementById('open') as HTMLAnchorElement).href = pageUrl('index.html', h);
   const { scenario, error } = await scenarioFromHash(app, h);
@@ -40,7 +42,10 @@ async function start(): Promise<void> {
     const run = { label: 'run', result };
     renderHeadline(element('#headline'), [run]);
     charts.render([run]);
-    status.set('done', `${result.summary.num_requests} requests, ${((result.summary.duration_ms ?? 0) / 1000).toFixed(1)} s simulated`);
+    const s = result.summary;
+    const requests =
+      s.completed_requests === s.num_requests ? `${fmt(s.num_requests)} requests` : `${fmt(s.completed_requests)} of ${fmt(s.num_requests)} requests completed`;
+    status.set('done', `${requests}, ${fmt(result.now_ms / 1000)} s simulated`);
   } catch (e) {
     status.set('error', 'Error');
     showMessage(message, `The engine refused this scenario: ${(e as Error).message}`);

@@ -1,12 +1,13 @@
 // The page's side of the engine worker: promises for requests, progress callbacks, cancel,
 // and a restart when the engine crashes.
 
-import type { Reply, Request, RunResult } from './protocol';
+import type { ExportKind, Reply, Request, RunResult } from './protocol';
 
 type Pending = {
   resolve: (r: Reply) => void;
   reject: (e: Error) => void;
-  onProgress?: (progress: number, nowMs: number) => void;
+  /** `stopped`: a cancelled run has stopped advancing (its results follow). */
+  onProgress?: (progress: number, nowMs: number, stopped: boolean) => void;
 };
 
 export class EngineError extends Error {}
@@ -38,7 +39,7 @@ export class Engine {
     const p = this.pending.get(msg.id);
     if (!p) return;
     if (msg.type === 'progress') {
-      p.onProgress?.(msg.progress, msg.now_ms);
+      p.onProgress?.(msg.progress, msg.now_ms, msg.stopped === true);
       return;
     }
     this.pending.delete(msg.id);
@@ -66,10 +67,10 @@ export class Engine {
     return { id, reply };
   }
 
-  async hello(): Promise<{ defaults: string; version: string }> {
+  async hello(): Promise<{ defaults: string; version: string; presets: string }> {
     const r = await this.request({ type: 'hello' }).reply;
     if (r.type !== 'hello') throw new EngineError('unexpected reply');
-    return { defaults: r.defaults, version: r.version };
+    return { defaults: r.defaults, version: r.version, presets: r.presets };
   }
 
   /** The scenario with defaults filled in; rejects with the engine's message (naming the field). */
@@ -79,12 +80,29 @@ export class Engine {
     return r.json;
   }
 
+  /**
+   * `{"scenario", "config"}`: the scenario as the engine reads it (unset values left unset)
+   * and what it would run with (`servesim run`'s `config`); rejects with the engine's message.
+   */
+  async inspect(json: string): Promise<string> {
+    const r = await this.request({ type: 'inspect', json } as Omit<Request, 'id'>).reply;
+    if (r.type !== 'inspected') throw new EngineError('unexpected reply');
+    return r.json;
+  }
+
+  /** The smallest tensor-parallel size at which a roofline timing model leaves room for KV. */
+  async smallestTp(timingModel: object): Promise<number | null> {
+    const r = await this.request({ type: 'smallest-tp', json: JSON.stringify(timingModel) } as Omit<Request, 'id'>).reply;
+    if (r.type !== 'smallest-tp') throw new EngineError('unexpected reply');
+    return r.tp;
+  }
+
   /** `intervalMs`: time-series window; 0 picks one, undefined keeps the scenario's. */
   run(
     json: string,
     trace: Blob | undefined,
     intervalMs: number | undefined,
-    onProgress: (p: number, nowMs: number) => void,
+    onProgress: (p: number, nowMs: number, stopped: boolean) => void,
     files?: Record<string, Uint8Array>,
   ): { id: number; result: Promise<RunResult>; cancel: () => void } {
     const { id, reply } = this.request({ type: 'run', json, trace, interval_ms: intervalMs, files } as Omit<Request, 'id'>, onProgress);
@@ -100,10 +118,13 @@ export class Engine {
     await this.request({ type: 'panic' } as Omit<Request, 'id'>).reply;
   }
 
-  /** What `servesim run` prints for a finished run, as JSON text. */
-  async report(run: number): Promise<string> {
-    const r = await this.request({ type: 'report', run } as Omit<Request, 'id'>).reply;
-    if (r.type !== 'report') throw new EngineError('unexpected reply');
-    return r.json;
+  /**
+   * An export of a finished run, built in the worker: `json` is what `servesim run` prints;
+   * `requests` and `series` are CSV.
+   */
+  async exportText(run: number, kind: ExportKind): Promise<string> {
+    const r = await this.request({ type: 'export', run, kind } as Omit<Request, 'id'>).reply;
+    if (r.type !== 'export') throw new EngineError('unexpected reply');
+    return r.text;
   }
 }

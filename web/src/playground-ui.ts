@@ -1,11 +1,18 @@
 // The playground page: configuration form, runs in the worker, charts, comparison, share
 // links, exports.
+//
+// What is on screen is the engine's answer for the settings on screen: results of earlier
+// settings are marked stale (`data-stale` on #results) while the settings differ, are
+// invalid or are refused, and the status then never says "Done".
 
 import { type Boot, boot, element, hashFor, intervalFor, pageUrl, STORAGE_KEY, Status, scenarioFromHash, showMessage } from './app';
 import { Charts, type Run } from './charts';
 import { takeSpeculative } from './early';
+import { EngineError } from './engine';
 import { ConfigForm } from './form';
-import { cliCommand, download, fmt, recordsCsv, renderHeadline, renderReasons, renderSummary, seriesCsv } from './results';
+import { explainMarked } from './glossary';
+import type { EffectiveConfig, ExportKind, RunResult } from './protocol';
+import { cliCommand, download, fmt, mechanism, renderHeadline, renderReasons, renderSummary } from './results';
 import { diff, getPath, type JsonObject, pretty } from './scenario';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -18,6 +25,10 @@ const progress = $<HTMLProgressElement>('progress');
 const pinBtn = $<HTMLButtonElement>('pin');
 const unpinBtn = $<HTMLButtonElement>('unpin');
 const main = document.querySelector('main') as HTMLElement;
+const results = $('results');
+
+/** A cancelled run whose worker does not answer within this long is stopped by force. */
+const CANCEL_DEADLINE_MS = 800;
 
 let app: Boot;
 let form: ConfigForm;
@@ -27,7 +38,14 @@ let pinned: Run | null = null;
 let job: { id: number; cancel: () => void } | null = null;
 /** Link hash of the form's scenario (kept up to date as it changes). */
 let hash = '';
+/** The link hash of the scenario the results on screen belong to. */
+let resultsHash: string | null = null;
+/** An edit not yet checked and published. */
+let dirty = false;
+/** Why the engine refuses the settings on screen (from inspecting them). */
 let engineError: string | null = null;
+/** Why the last run failed (a bad trace line, a crash): it belongs to the settings it ran. */
+let runError: string | null = null;
 let linkNote: string | null = null;
 let runSeq = 0;
 
@@ -37,13 +55,34 @@ function traceFile(): Blob | undefined {
   return form.trace && form.trace.name === getPath(s, 'workload.path') ? form.trace.file : undefined;
 }
 
+/** Results are stale whenever the settings on screen are not the ones they were run with. */
+function markStale(): void {
+  const refused = engineError ?? runError;
+  const stale = current !== null && (dirty || resultsHash !== hash || refused !== null || form.invalidFields.length > 0);
+  results.dataset.stale = String(stale);
+  const note = $('stale-note');
+  note.hidden = !stale;
+  if (stale) {
+    note.textContent =
+      refused !== null || form.invalidFields.length > 0
+        ? 'These results are from earlier settings: the current ones cannot run (see above).'
+        : job
+          ? 'These results are from earlier settings: a run of the current ones is under way.'
+          : 'These results are from earlier settings: Run to update them.';
+  }
+}
+
 function updateMessage(): void {
   const bad = form.invalidFields;
   if (bad.length) showMessage(message, `Fix ${bad.length} field(s) before running: ${bad.join(', ')}.`);
-  else if (engineError) showMessage(message, engineError);
+  else if (engineError ?? runError) showMessage(message, engineError ?? runError);
   else if (linkNote) showMessage(message, linkNote);
   else showMessage(message, null);
   runBtn.disabled = bad.length > 0;
+  // While the settings cannot run, the status says so (never "Done").
+  if (bad.length) status.set('refused', 'Fix the highlighted fields');
+  else if ((engineError ?? runError) && !job) status.set('refused', 'Refused: the engine cannot run these settings');
+  markStale();
 }
 
 function runs(): Run[] {
@@ -51,19 +90,56 @@ function runs(): Run[] {
   return pinned ? [pinned, { ...current, label: 'B' }] : [current];
 }
 
-function renderResults(): void {
-  if (!current) return;
+let renderSeq = 0;
+
+/** Headline and table at once; the charts one per task, so no task holds the page long. */
+function renderResults(): Promise<void> {
+  if (!current) return Promise.resolve();
+  const seq = ++renderSeq;
   const { result } = current;
   const all = runs();
   renderHeadline($('headline'), all);
-  renderSummary($<HTMLTableElement>('summary'), all);
-  renderReasons($('reasons'), result.reasons, result.cancelled);
-  charts.render(all);
+  renderReasons($('reasons'), result.reasons, result.reason_count, result.cancelled);
+  const mech = mechanism(result);
+  const caption = $('preempt-caption');
+  caption.replaceChildren(Object.assign(document.createElement('span'), { textContent: `${mech.label} per window` }));
+  (caption.firstChild as HTMLElement).dataset.term = mech.label;
+  explainMarked(caption);
   const src = result.series.source;
-  $('series-note').textContent =
-    `Time series: ${fmt(result.series.interval_ms)} ms windows (${src === 'engine' ? "the engine's per-pass metrics" : src}); charts show up to 8 ranks.`;
+  const ranks =
+    result.series.rank_count > result.series.ranks.length ? ` (the first ${result.series.ranks.length} of ${fmt(result.series.rank_count)} ranks)` : '';
+  const note = $('series-note');
+  note.textContent = `Time series: ${fmt(result.series.interval_ms)} ms windows (${src === 'engine' ? "the engine's per-pass metrics" : src}); per-rank charts${ranks}.`;
+  note.dataset.windows = String(result.series.t_ms.length);
+  note.dataset.lastMs = String(result.series.t_ms.at(-1) ?? 0);
   for (const b of ['export-json', 'export-csv', 'export-series']) $<HTMLButtonElement>(b).disabled = false;
   pinBtn.disabled = false;
+  markStale();
+  // The table first, then the charts, each in a task of its own.
+  const draws = [() => renderSummary($<HTMLTableElement>('summary'), all), ...charts.drawers(all)];
+  return new Promise((resolve) => {
+    const step = () => {
+      const draw = draws.shift();
+      if (seq !== renderSeq || !draw) {
+        resolve();
+        return;
+      }
+      draw();
+      setTimeout(step, 0);
+    };
+    setTimeout(step, 0);
+  });
+}
+
+function statusLine(result: RunResult): string {
+  const s = result.summary;
+  const secs = fmt(result.now_ms / 1000);
+  const took = result.elapsed_ms.toFixed(0);
+  if (result.cancelled) return `Cancelled: ${fmt(s.completed_requests)} of ${fmt(s.num_requests)} requests completed in ${secs} s simulated (${took} ms)`;
+  const done = s.completed_requests ?? 0;
+  const all = s.num_requests ?? 0;
+  const what = done === all ? `${fmt(all)} requests` : `${fmt(done)} of ${fmt(all)} requests completed`;
+  return `Done: ${what}, ${secs} s simulated in ${took} ms`;
 }
 
 async function run(): Promise<void> {
@@ -75,64 +151,84 @@ async function run(): Promise<void> {
   job?.cancel();
   job = null;
   const scenario = form.scenario;
-  // The engine gets the non-default fields, as a link or scenario.json carries them (so what
-  // it derives from a timing model, such as a roofline's KV pool, is derived here too).
+  // The engine gets the non-default fields, as a link or scenario.json carries them.
   const scenarioJson = JSON.stringify(diff(scenario, app.defaults));
   const forHash = await hashFor(scenario, app.defaults);
   if (seq !== runSeq) return; // a newer run was asked for meanwhile
   performance.mark('servesim:run');
   // The run early.ts started for the default scenario, if this is still it.
   const early = takeSpeculative();
-  let started: { id: number; result: Promise<import('./protocol').RunResult>; cancel: () => void };
+  let started: { id: number; result: Promise<RunResult>; cancel: () => void } | null = null;
+  const onProgress = (p: number, _now: number, halted: boolean) => {
+    progress.value = p;
+    if (halted && started !== null && job === started) {
+      // The engine has stopped; it is gathering what ran.
+      stopped = true;
+      status.set('cancelling', 'Cancelled: gathering what ran…');
+    }
+  };
   if (early && forHash === '' && traceFile() === undefined && form.files() === undefined) {
-    early.onProgress = (p) => {
-      progress.value = p;
-    };
+    early.onProgress = onProgress;
     started = early;
   } else {
     early?.cancel();
-    started = app.engine.run(
-      scenarioJson,
-      traceFile(),
-      intervalFor(scenario, app.defaults),
-      (p) => {
-        progress.value = p;
-      },
-      form.files(),
-    );
+    started = app.engine.run(scenarioJson, traceFile(), intervalFor(scenario, app.defaults), onProgress, form.files());
   }
   job = started;
   status.set('running', 'Running…');
+  stopped = false;
   progress.value = 0;
   progress.hidden = false;
   cancelBtn.hidden = false;
+  markStale();
   started.result.then(
-    (result) => {
+    async (result) => {
       if (job !== started) return;
       job = null;
-      engineError = null;
+      runError = null;
       current = { label: 'B', result };
+      resultsHash = forHash;
       main.dataset.hash = forHash;
       performance.mark('servesim:result');
-      renderResults();
-      performance.mark('servesim:rendered');
-      const requests = fmt(result.summary.num_requests);
-      const secs = (result.summary.duration_ms ?? 0) / 1000;
-      status.set(
-        'done',
-        `${result.cancelled ? 'Cancelled' : 'Done'}: ${requests} requests, ${secs.toFixed(1)} s simulated in ${result.elapsed_ms.toFixed(0)} ms`,
-      );
-      if (!document.body.dataset.firstResultsMs) document.body.dataset.firstResultsMs = performance.now().toFixed(0);
       finishJob();
+      status.set('running', 'Drawing…');
+      const drawn = renderResults();
+      if (!document.body.dataset.firstResultsMs) document.body.dataset.firstResultsMs = performance.now().toFixed(0);
+      await drawn;
+      performance.mark('servesim:rendered');
+      if (current?.result !== result) return;
+      const stale = resultsHash !== hash || dirty;
+      status.set('done', stale ? `${statusLine(result)}; the settings have changed since` : statusLine(result));
+      updateMessage();
     },
     (err: Error) => {
       if (job !== started) return;
       job = null;
-      engineError = `The engine refused this scenario: ${err.message}`;
-      status.set('error', 'Error');
+      if (cancelling === started) {
+        status.set('cancelled', 'Cancelled: the engine was stopped before it had results');
+      } else {
+        runError = `The engine refused this scenario: ${err.message}`;
+        status.set('refused', 'Refused: the engine cannot run these settings');
+      }
       finishJob();
     },
   );
+}
+
+/** The job being cancelled (a run that does not stop in time is stopped by force). */
+let cancelling: { id: number; cancel: () => void } | null = null;
+/** The engine said the current run has stopped (it is gathering the results). */
+let stopped = false;
+
+function cancel(): void {
+  const j = job;
+  if (!j) return;
+  cancelling = j;
+  j.cancel();
+  setTimeout(() => {
+    // An engine that has not even stopped (still building a large run) is stopped by force.
+    if (job === j && !stopped) app.engine.restart();
+  }, CANCEL_DEADLINE_MS);
 }
 
 function finishJob(): void {
@@ -147,25 +243,48 @@ let checkSeq = 0;
 /** After an edit: validate with the engine, update link, storage and the CLI view. */
 function changed(): void {
   linkNote = null;
+  runError = null;
+  dirty = true;
+  if (form.invalidFields.length && job) {
+    // The run in flight is for settings that are no longer on screen.
+    job.cancel();
+    job = null;
+    finishJob();
+  }
   updateMessage();
   clearTimeout(checkTimer);
   if (form.invalidFields.length) return;
   checkTimer = setTimeout(check, 150);
 }
 
+/** The engine's view of the settings on screen: its derived figures, or why it refuses them. */
+async function inspect(scenario: JsonObject, retry = true): Promise<EffectiveConfig | null> {
+  try {
+    const r = JSON.parse(await app.engine.inspect(JSON.stringify(diff(scenario, app.defaults)))) as { config: EffectiveConfig };
+    engineError = null;
+    return r.config;
+  } catch (e) {
+    // A run stopped by force restarts the worker, failing what was in flight with it.
+    if (retry && e instanceof EngineError && /restarted/.test(e.message)) return inspect(scenario, false);
+    engineError = `The engine refused this scenario: ${(e as Error).message}`;
+    return null;
+  }
+}
+
 async function check(): Promise<void> {
   const seq = ++checkSeq;
   const scenario = form.scenario;
-  try {
-    await app.engine.normalize(JSON.stringify(diff(scenario, app.defaults)));
-    if (seq !== checkSeq) return;
-    engineError = null;
-  } catch (e) {
-    if (seq !== checkSeq) return;
-    engineError = `The engine refused this scenario: ${(e as Error).message}`;
+  const config = await inspect(scenario);
+  if (seq !== checkSeq) return;
+  form.showConfig(config);
+  if (engineError && job) {
+    job.cancel();
+    job = null;
+    finishJob();
   }
   await publish(scenario);
   if (seq !== checkSeq) return; // a newer edit published its own link
+  dirty = false;
   updateMessage();
   if (!engineError && $<HTMLInputElement>('autorun').checked) void run();
 }
@@ -209,9 +328,14 @@ async function openHash(h: string): Promise<void> {
   form.set(chosen ?? app.defaults);
   linkNote = error;
   engineError = null;
+  runError = null;
+  dirty = false;
   await publish(form.scenario);
   updateMessage();
+  const config = inspect(form.scenario);
   void run();
+  form.showConfig(await config);
+  updateMessage();
 }
 
 async function start(): Promise<void> {
@@ -224,8 +348,10 @@ async function start(): Promise<void> {
     showMessage(message, `The engine failed to load: ${(e as Error).message}`);
     return;
   }
-  form = new ConfigForm($<HTMLFormElement>('form'), app.defaults, changed);
+  form = new ConfigForm($<HTMLFormElement>('form'), app.defaults, app.presets, app.engine, changed);
+  (window as unknown as { __servesimForm?: ConfigForm }).__servesimForm = form;
   charts = new Charts(document);
+  explainMarked(document);
   performance.mark('servesim:form');
   status.set('ready', `Engine ${app.version} ready`);
   runBtn.disabled = false;
@@ -241,26 +367,32 @@ if (new URLSearchParams(location.search).has('test-crash')) {
   b.textContent = 'Crash the engine';
   b.addEventListener('click', () =>
     app.engine.crashForTesting().catch((e: Error) => {
-      engineError = e.message;
+      runError = e.message;
       status.set('error', 'Error');
       updateMessage();
     }),
   );
   element('.actions').append(b);
 }
-cancelBtn.addEventListener('click', () => job?.cancel());
+cancelBtn.addEventListener('click', cancel);
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && job) {
+    e.preventDefault();
+    cancel();
+  }
+});
 pinBtn.addEventListener('click', () => {
   if (!current) return;
   pinned = { label: 'A', result: current.result, baseline: true };
   unpinBtn.hidden = false;
   pinBtn.textContent = 'Pin this run as A';
-  renderResults();
+  void renderResults();
 });
 unpinBtn.addEventListener('click', () => {
   pinned = null;
   unpinBtn.hidden = true;
   pinBtn.textContent = 'Compare: pin as A';
-  renderResults();
+  void renderResults();
 });
 $('copy-link').addEventListener('click', async () => {
   const url = pageUrl('index.html', hash);
@@ -280,16 +412,18 @@ $('reset').addEventListener('click', () => {
 window.addEventListener('hashchange', () => {
   if (location.hash !== hash) void openHash(location.hash);
 });
-$('export-json').addEventListener('click', async () => {
+
+async function exportRun(kind: ExportKind, name: string, type: string): Promise<void> {
   if (!current) return;
   try {
-    download('servesim-results.json', await app.engine.report(current.result.id), 'application/json');
+    download(name, await app.engine.exportText(current.result.id, kind), type);
   } catch (e) {
     showMessage(message, (e as Error).message);
   }
-});
-$('export-csv').addEventListener('click', () => current && download('servesim-requests.csv', recordsCsv(current.result), 'text/csv'));
-$('export-series').addEventListener('click', () => current && download('servesim-timeseries.csv', seriesCsv(current.result.series), 'text/csv'));
+}
+$('export-json').addEventListener('click', () => void exportRun('json', 'servesim-results.json', 'application/json'));
+$('export-csv').addEventListener('click', () => void exportRun('requests', 'servesim-requests.csv', 'text/csv'));
+$('export-series').addEventListener('click', () => void exportRun('series', 'servesim-timeseries.csv', 'text/csv'));
 $('export-scenario').addEventListener('click', () => download('scenario.json', `${pretty(diff(form.scenario, app.defaults))}\n`, 'application/json'));
 
 void start();

@@ -52,8 +52,14 @@ export interface TimeSeries {
   source: string;
   t_ms: Float64Array;
   cluster: ClusterColumns;
+  /** The first ranks only (the charts show up to `MAX_RANKS`); the CSV export has them all. */
   ranks: RankSeries[];
+  /** Ranks in the run. */
+  rank_count: number;
 }
+
+/** Ranks whose series the worker hands over (and the charts draw). */
+export const MAX_RANKS = 8;
 
 export interface Reason {
   request: number;
@@ -61,20 +67,75 @@ export interface Reason {
   reason: string;
 }
 
+/** One pool's effective figures (servesim_sim's `report::config`). */
+export interface PoolConfig {
+  pool: string;
+  workers: number;
+  dp_size: number;
+  tensor_parallel_size: number;
+  gpus_per_worker: number;
+  gpus: number;
+  backend: string;
+  block_size: number;
+  /** KV blocks per DP rank. */
+  num_gpu_blocks: number;
+  kv_tokens_per_rank: number;
+  kv_bytes_per_token: number | null;
+  kv_gib_per_rank: number | null;
+  timing: {
+    type: string;
+    model?: string;
+    gpu?: string;
+    tp?: number;
+    params_billion?: number;
+    weight_gb?: number;
+    weight_gb_per_gpu?: number;
+  };
+}
+
+/** What a scenario runs with: `servesim run`'s `config`. */
+export interface EffectiveConfig {
+  total_gpus: number;
+  pools: PoolConfig[];
+  /** Settings that change nothing in this combination, with the reason. */
+  no_effect: { field: string; reason: string }[];
+}
+
+/** A CDF: x values (ms) and their percentiles, at most a few hundred points. */
+export type Cdf = [number[], number[]];
+
 export interface RunResult {
   id: number;
   cancelled: boolean;
   summary: Record<string, number>;
-  records: RecordColumns;
+  config: EffectiveConfig;
   series: TimeSeries;
+  /** TTFT, TPOT and E2E of the completed requests, computed in the worker. */
+  cdfs: { ttft: Cdf; tpot: Cdf; e2e: Cdf };
+  /** The first reasons (up to 50) of requests that could not complete. */
   reasons: Reason[];
+  reason_count: number;
+  /** Virtual time reached, ms. */
+  now_ms: number;
   /** Wall-clock ms the worker spent building and running the simulation. */
   elapsed_ms: number;
 }
 
+/** The roofline presets with their figures, as the engine reports them. */
+export interface Presets {
+  models: { id: string; spec: Record<string, unknown>; params_billion: number; kv_bytes_per_token: Record<string, number> }[];
+  gpus: { id: string; spec: { bf16_tflops: number; fp8_tflops: number | null; hbm_gb_per_s: number; hbm_gb: number } }[];
+  kv_dtypes: string[];
+  weight_dtypes: string[];
+}
+
+export type ExportKind = 'json' | 'requests' | 'series';
+
 export type Request =
   | { type: 'hello'; id: number }
   | { type: 'normalize'; id: number; json: string }
+  | { type: 'inspect'; id: number; json: string }
+  | { type: 'smallest-tp'; id: number; json: string }
   | {
       type: 'run';
       id: number;
@@ -87,14 +148,17 @@ export type Request =
       files?: Record<string, Uint8Array>;
     }
   | { type: 'cancel'; id: number }
-  | { type: 'report'; id: number; run: number }
+  | { type: 'export'; id: number; run: number; kind: ExportKind }
   /** Test hook: makes the engine panic. */
   | { type: 'panic'; id: number };
 
 export type Reply =
-  | { type: 'hello'; id: number; defaults: string; version: string }
+  | { type: 'hello'; id: number; defaults: string; version: string; presets: string }
   | { type: 'normalized'; id: number; json: string }
-  | { type: 'progress'; id: number; progress: number; now_ms: number }
+  | { type: 'inspected'; id: number; json: string }
+  | { type: 'smallest-tp'; id: number; tp: number | null }
+  /** `stopped`: a cancelled run has stopped (the result, with what ran, follows). */
+  | { type: 'progress'; id: number; progress: number; now_ms: number; stopped?: boolean }
   | { type: 'result'; id: number; result: RunResult }
-  | { type: 'report'; id: number; json: string }
+  | { type: 'export'; id: number; text: string }
   | { type: 'error'; id: number; message: string; fatal?: boolean };

@@ -1,16 +1,20 @@
-// Result views that are not charts: headline cards, the summary table (the report's own
-// keys), reasons for requests that could not run, and exports (CSV, CLI command).
+// Result views that are not charts: headline cards (and what they cover: a run in which no
+// request completed says so, with the reason, never "0 ms"), the summary table (the
+// report's own keys, each explained), reasons for requests that could not run, and the CLI
+// command.
 
 import type { Run } from './charts';
-import { entry, type Reason, type RunResult, type TimeSeries } from './protocol';
+import { explain, TERMS, term } from './glossary';
+import type { Reason, RunResult } from './protocol';
 
-export const HEADLINE: [string, string, string][] = [
-  ['mean_ttft_ms', 'Mean TTFT', 'ms'],
-  ['p99_ttft_ms', 'p99 TTFT', 'ms'],
-  ['mean_tpot_ms', 'Mean TPOT', 'ms'],
-  ['mean_e2e_latency_ms', 'Mean E2E', 'ms'],
-  ['output_throughput_tok_s', 'Output throughput', 'tok/s'],
-  ['prefix_cache_reused_ratio', 'Prefix reuse', ''],
+/** Headline cards: summary key, label, unit, the glossary term of the label. */
+export const HEADLINE: [string, string, string, string][] = [
+  ['mean_ttft_ms', 'Mean TTFT', 'ms', 'TTFT'],
+  ['p99_ttft_ms', 'p99 TTFT', 'ms', 'TTFT'],
+  ['mean_tpot_ms', 'Mean TPOT', 'ms', 'TPOT'],
+  ['mean_e2e_latency_ms', 'Mean E2E', 'ms', 'E2E'],
+  ['output_throughput_tok_s', 'Output throughput', 'tok/s', 'Output throughput'],
+  ['prefix_cache_reused_ratio', 'Prefix reuse', '', 'Prefix reuse'],
 ];
 
 export function fmt(v: unknown): string {
@@ -29,12 +33,53 @@ function cell(tag: 'td' | 'th', text: string, cls?: string): HTMLElement {
   return e;
 }
 
+/** The backend's name for a request losing its place: preemption (vLLM) or retraction (SGLang). */
+export function mechanism(r: RunResult): { key: string; label: string } {
+  return r.config.pools.some((p) => p.backend === 'sglang')
+    ? { key: 'num_retractions', label: 'Retractions' }
+    : { key: 'num_preemptions', label: 'Preemptions' };
+}
+
+/**
+ * What the headline's figures cover, in one sentence, when that is not simply "every
+ * request": none completed (and why), some could not, or the run was cancelled.
+ */
+export function coverage(r: RunResult): string | null {
+  const s = r.summary;
+  const n = s.num_requests ?? 0;
+  const done = s.completed_requests ?? 0;
+  const why = r.reasons[0] ? ` First: request ${r.reasons[0].request} (${r.reasons[0].status}): ${r.reasons[0].reason}.` : '';
+  const failed = [
+    s.rejected_requests ? `${fmt(s.rejected_requests)} rejected` : '',
+    s.unschedulable_requests ? `${fmt(s.unschedulable_requests)} unschedulable` : '',
+  ]
+    .filter(Boolean)
+    .join(', ');
+  if (r.cancelled) {
+    return `Cancelled after ${fmt(r.now_ms / 1000)} s of simulated time: ${fmt(done)} of ${fmt(n)} requests completed; the figures cover those.${failed ? ` ${failed}.` : ''}`;
+  }
+  if (done === 0) return `No request completed: ${failed || `0 of ${fmt(n)}`}.${why}`;
+  if (done < n) return `${fmt(done)} of ${fmt(n)} requests completed; the figures cover those (${failed}).${why}`;
+  return null;
+}
+
 export function renderHeadline(root: HTMLElement, runs: Run[]): void {
   root.replaceChildren();
   const cur = runs.at(-1);
   if (!cur) return;
   const base = runs.length > 1 ? runs[0] : null;
-  for (const [key, label, unit] of HEADLINE) {
+  const note = coverage(cur.result);
+  const none = (cur.result.summary.completed_requests ?? 0) === 0;
+  if (note) {
+    const p = document.createElement('p');
+    p.className = none ? 'coverage none' : 'coverage';
+    p.id = 'coverage';
+    p.textContent = note;
+    root.append(p);
+  }
+  const mech = mechanism(cur.result);
+  const cards: [string, string, string, string][] = [...HEADLINE, [mech.key, mech.label, '', mech.label]];
+  for (const [key, label, unit, name] of cards) {
     const card = document.createElement('div');
     card.className = 'card';
     card.dataset.key = key;
@@ -42,14 +87,20 @@ export function renderHeadline(root: HTMLElement, runs: Run[]): void {
     const v = document.createElement('div');
     v.className = 'value';
     v.id = `h-${key}`;
-    v.textContent = fmt(value);
+    // With no completed request there is no latency or throughput: a dash, not "0 ms".
+    const shown = none && key !== mech.key ? undefined : value;
+    // Ten seconds and more read as seconds (the unrounded ms stay in data-value).
+    const secs = unit === 'ms' && typeof shown === 'number' && Math.abs(shown) >= 10_000;
+    v.textContent = fmt(secs ? (shown as number) / 1000 : shown);
+    if (typeof shown === 'number') v.dataset.value = String(shown);
     const u = document.createElement('span');
     u.className = 'unit';
-    u.textContent = unit;
+    u.textContent = shown === undefined ? '' : secs ? 's' : unit;
     v.append(u);
     const l = document.createElement('div');
     l.className = 'label';
-    l.textContent = label;
+    const explanation = explain(key) ?? TERMS[name];
+    l.append(explanation ? term(label, explanation) : label);
     card.append(l, v);
     if (base) {
       const d = document.createElement('div');
@@ -86,14 +137,22 @@ export function renderSummary(table: HTMLTableElement, runs: Run[]): void {
   for (const k of Object.keys(cur.result.summary)) {
     const tr = document.createElement('tr');
     tr.dataset.key = k;
-    tr.append(cell('td', k, 'key'));
-    for (const run of runs) tr.append(cell('td', fmt(run.result.summary[k]), 'num'));
+    const key = cell('td', '', 'key');
+    const why = explain(k);
+    key.append(why ? term(k, why) : k);
+    tr.append(key);
+    for (const run of runs) {
+      const v = run.result.summary[k];
+      const td = cell('td', fmt(v), 'num');
+      if (typeof v === 'number') td.dataset.value = String(v);
+      tr.append(td);
+    }
     if (base) tr.append(cell('td', delta(base.result.summary[k], cur.result.summary[k]), 'num'));
     body.append(tr);
   }
 }
 
-export function renderReasons(root: HTMLElement, reasons: Reason[], cancelled: boolean): void {
+export function renderReasons(root: HTMLElement, reasons: Reason[], count: number, cancelled: boolean): void {
   root.replaceChildren();
   if (cancelled) {
     const p = document.createElement('p');
@@ -101,63 +160,17 @@ export function renderReasons(root: HTMLElement, reasons: Reason[], cancelled: b
     p.textContent = 'This run was cancelled: requests that had not finished are left out of the summary.';
     root.append(p);
   }
-  if (reasons.length === 0) return;
+  if (count === 0) return;
   const p = document.createElement('p');
   p.className = 'note';
-  p.textContent = `${reasons.length} request(s) could not complete:`;
+  p.textContent = `${count.toLocaleString('en-US')} request(s) could not complete${count > reasons.length ? ` (the first ${reasons.length} below; the results JSON lists all)` : ''}:`;
   const ul = document.createElement('ul');
-  for (const r of reasons.slice(0, 50)) {
+  for (const r of reasons) {
     const li = document.createElement('li');
     li.textContent = `request ${r.request} (${r.status}): ${r.reason}`;
     ul.append(li);
   }
   root.append(p, ul);
-}
-
-const STATUS = ['pending', 'completed', 'rejected', 'unschedulable'];
-
-function csvNum(x: number): string {
-  return Number.isFinite(x) ? String(x) : '';
-}
-
-/** One row per request, in trace order. */
-export function recordsCsv(r: RunResult): string {
-  const c = r.records;
-  const lines = [
-    'request,arrival_ms,input_length,output_tokens,first_token_ms,last_token_ms,end_ms,ttft_ms,e2e_ms,reused_input_tokens,readmissions,status,worker',
-  ];
-  for (const [i, arrival] of c.arrival_ms.entries()) {
-    const first = entry(c.first_token_ms, i);
-    const end = entry(c.end_ms, i);
-    lines.push(
-      [
-        i,
-        arrival,
-        entry(c.input_length, i),
-        entry(c.output_tokens, i),
-        csvNum(first),
-        csvNum(entry(c.last_token_ms, i)),
-        csvNum(end),
-        csvNum(first - arrival),
-        csvNum(end - arrival),
-        entry(c.reused_input_tokens, i),
-        Math.max(0, entry(c.admissions, i) - 1),
-        STATUS[entry(c.status, i)] ?? '',
-        entry(c.worker, i),
-      ].join(','),
-    );
-  }
-  return `${lines.join('\n')}\n`;
-}
-
-/** Cluster columns, then each rank's columns, one row per window end. */
-export function seriesCsv(s: TimeSeries): string {
-  const cols: [string, Float64Array][] = [['t_ms', s.t_ms]];
-  for (const [k, v] of Object.entries(s.cluster)) cols.push([k, v]);
-  for (const r of s.ranks) for (const [k, v] of Object.entries(r.columns)) cols.push([`w${r.worker}_dp${r.dp_rank}_${k}`, v]);
-  const lines = [cols.map(([k]) => k).join(',')];
-  for (const i of s.t_ms.keys()) lines.push(cols.map(([, v]) => csvNum(entry(v, i))).join(','));
-  return `${lines.join('\n')}\n`;
 }
 
 /** The shell command that runs the same scenario natively. */

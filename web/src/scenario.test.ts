@@ -27,6 +27,12 @@ describe('scenario diff', () => {
     expect(diff(fixed, defaults)).toEqual({ engine: { timing_model: { type: 'fixed', prefill_ms: 1, decode_ms: 2 } } });
   });
 
+  it("carries an object of plain values whole, so the engine's field defaults never fill it in", () => {
+    const cur = merge(defaults, { workload: { type: 'synthetic', input_tokens: { mean: 4096, stddev: 512 } } });
+    // {"mean": 4096} alone would mean a fixed length to the engine, not the 512 on screen.
+    expect(diff(cur, defaults)).toEqual({ workload: { type: 'synthetic', input_tokens: { mean: 4096, stddev: 512 } } });
+  });
+
   it('null and nested values', () => {
     const cur = merge(defaults, { engine: { max_num_seqs: null, sglang: { schedule_policy: 'lpm' } } });
     expect(diff(cur, defaults)).toEqual({ engine: { max_num_seqs: null, sglang: { schedule_policy: 'lpm' } } });
@@ -52,7 +58,9 @@ describe('field checks', () => {
   it('flag bad numbers with a reason', () => {
     expect(parseField(field('engine.num_gpu_blocks'), '-5')).toEqual({ error: 'at least 1' });
     expect(parseField(field('engine.num_gpu_blocks'), '1.5')).toEqual({ error: 'a whole number' });
-    expect(parseField(field('engine.num_gpu_blocks'), '')).toEqual({ error: 'required' });
+    // Empty: unset (the engine's default, or what a roofline's GPUs hold).
+    expect(parseField(field('engine.num_gpu_blocks'), '')).toEqual({ value: null });
+    expect(parseField(field('workload.num_requests'), '')).toEqual({ error: 'required' });
     expect(parseField(field('engine.num_gpu_blocks'), ' 2048 ')).toEqual({ value: 2048 });
     expect(parseField(field('workload.rate_rps'), '0')).toEqual({ error: 'must be more than 0' });
     expect(parseField(field('workload.rate_rps'), '1e2')).toEqual({ value: 100 });

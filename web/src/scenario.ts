@@ -51,11 +51,19 @@ export function setPath(obj: JsonObject, path: string, value: Json | undefined):
   else cur[leaf] = value;
 }
 
+/** An object whose values are all plain (no nested objects or arrays): `{mean, stddev}`. */
+function isLeafObject(v: JsonObject): boolean {
+  return Object.values(v).every((x) => x === null || typeof x !== 'object');
+}
+
 /**
  * The fields of `cur` that differ from `def`, as a partial scenario. Objects are compared
  * field by field; a tagged object (one with a `type` key, such as `workload` or
  * `timing_model`) keeps its `type` whenever anything in it differs, and is carried whole
- * when its type changed, so the partial scenario always parses on its own.
+ * when its type changed; an object of plain values (a length's `{mean, stddev}`, the router's
+ * knobs) is carried whole when any of its values differs. So the partial scenario parses on
+ * its own to exactly `cur`, whatever defaults the engine gives the fields it leaves out
+ * (`{"mean": 4096}` alone means a fixed length to the engine).
  */
 export function diff(cur: JsonObject, def: JsonObject): JsonObject {
   const out: JsonObject = {};
@@ -63,7 +71,7 @@ export function diff(cur: JsonObject, def: JsonObject): JsonObject {
     const d = def[k];
     if (deepEqual(v, d)) continue;
     if (isObject(v) && isObject(d)) {
-      if ('type' in v && v.type !== d.type) {
+      if (('type' in v && v.type !== d.type) || (isLeafObject(v) && !('type' in v))) {
         out[k] = clone(v);
         continue;
       }

@@ -1,15 +1,29 @@
 // The engine's home: a dedicated Web Worker that owns the wasm module, so the page never
 // freezes. Runs advance in ~25 ms slices; between slices the worker yields, which lets a
-// `cancel` message in.
+// `cancel` message in. Whatever is heavy about a result stays here: the per-request records
+// (the page gets their CDFs), the series of every rank (the page gets the first few), and
+// the exports, built on request.
 
-import init, { defaultScenario, normalizeScenario, panicForTesting, Simulation, version } from '../pkg/servesim_wasm.js';
-import type { Reply, Request, RunResult } from './protocol';
+import init, {
+  defaultScenario,
+  inspectScenario,
+  normalizeScenario,
+  panicForTesting,
+  presets,
+  Simulation,
+  smallestTensorParallel,
+  version,
+} from '../pkg/servesim_wasm.js';
+import { recordsCsv, seriesCsv } from './exports';
+import { type ExportKind, MAX_RANKS, type RecordColumns, type Reply, type Request, type RunResult, type TimeSeries } from './protocol';
 
 const ready = init();
 const cancelled = new Set<number>();
 /** Finished runs kept for exports, newest last. */
 const kept = new Map<number, Simulation>();
 const KEEP = 4;
+/** Points of each latency CDF handed to the page. */
+const MAX_CDF_POINTS = 600;
 
 function post(msg: Reply, transfer: Transferable[] = []): void {
   (self as unknown as Worker).postMessage(msg, transfer);
@@ -38,7 +52,12 @@ async function run(
 ): Promise<void> {
   const t0 = performance.now();
   // The trace file is read here, in the worker, at each run (the page never holds its text).
-  const sim = new Simulation(json, trace ? await trace.text() : undefined, interval, files);
+  const text = trace ? await trace.text() : undefined;
+  if (cancelled.has(id)) {
+    cancelled.delete(id);
+    throw new Error('cancelled before it started');
+  }
+  const sim = new Simulation(json, text, interval, files);
   let chunk = 64;
   for (;;) {
     const sliceStart = performance.now();
@@ -55,19 +74,24 @@ async function run(
     await yieldNow();
     if (cancelled.has(id)) {
       sim.cancel();
+      post({ type: 'progress', id, progress: sim.progress(), now_ms: sim.nowMs(), stopped: true });
       break;
     }
   }
   cancelled.delete(id);
-  const records = sim.records() as unknown as RunResult['records'];
-  const series = sim.timeseries() as unknown as RunResult['series'];
+  const full = sim.timeseries() as unknown as TimeSeries;
+  const reasons = sim.reasons() as RunResult['reasons'];
+  const series: TimeSeries = { ...full, ranks: full.ranks.slice(0, MAX_RANKS), rank_count: full.ranks.length };
   const result: RunResult = {
     id,
     cancelled: sim.cancelled,
     summary: sim.summary(),
-    records,
+    config: sim.config(),
     series,
-    reasons: sim.reasons(),
+    cdfs: sim.latencyCdfs(MAX_CDF_POINTS) as RunResult['cdfs'],
+    reasons: reasons.slice(0, 50),
+    reason_count: reasons.length,
+    now_ms: sim.nowMs(),
     elapsed_ms: performance.now() - t0,
   };
   kept.set(id, sim);
@@ -76,12 +100,18 @@ async function run(
     kept.get(oldest)?.free();
     kept.delete(oldest);
   }
-  const transfer: Transferable[] = [];
-  for (const col of Object.values(records)) transfer.push(col.buffer);
-  transfer.push(series.t_ms.buffer);
+  const transfer: Transferable[] = [series.t_ms.buffer];
   for (const col of Object.values(series.cluster)) transfer.push(col.buffer);
   for (const r of series.ranks) for (const col of Object.values(r.columns)) transfer.push(col.buffer);
   post({ type: 'result', id, result }, transfer);
+}
+
+function exported(run: number, kind: ExportKind): string {
+  const sim = kept.get(run);
+  if (!sim) throw new Error('that run is no longer kept; run it again');
+  if (kind === 'json') return sim.reportJson();
+  if (kind === 'requests') return recordsCsv(sim.records() as unknown as RecordColumns);
+  return seriesCsv(sim.timeseries() as unknown as TimeSeries);
 }
 
 self.onmessage = async (ev: MessageEvent<Request>) => {
@@ -94,10 +124,16 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
     await ready;
     switch (msg.type) {
       case 'hello':
-        post({ type: 'hello', id: msg.id, defaults: defaultScenario(), version: version() });
+        post({ type: 'hello', id: msg.id, defaults: defaultScenario(), version: version(), presets: presets() });
         break;
       case 'normalize':
         post({ type: 'normalized', id: msg.id, json: normalizeScenario(msg.json) });
+        break;
+      case 'inspect':
+        post({ type: 'inspected', id: msg.id, json: inspectScenario(msg.json) });
+        break;
+      case 'smallest-tp':
+        post({ type: 'smallest-tp', id: msg.id, tp: smallestTensorParallel(msg.json) ?? null });
         break;
       case 'run':
         await run(msg.id, msg.json, msg.trace, msg.interval_ms, msg.files);
@@ -105,12 +141,9 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
       case 'panic':
         panicForTesting();
         break;
-      case 'report': {
-        const sim = kept.get(msg.run);
-        if (!sim) throw new Error('that run is no longer kept; run it again');
-        post({ type: 'report', id: msg.id, json: sim.reportJson() });
+      case 'export':
+        post({ type: 'export', id: msg.id, text: exported(msg.run, msg.kind) });
         break;
-      }
     }
   } catch (e) {
     // A wasm trap (a panic; its message went to the console through the panic hook) leaves

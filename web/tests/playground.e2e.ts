@@ -1,55 +1,12 @@
 // End-to-end tests of the playground and embed pages in Chromium (/usr/bin/chromium), against
 // the production build served by `vite preview`.
 
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateRawSync } from 'node:zlib';
-import { expect, type Page, type TestInfo, test } from '@playwright/test';
-
-/** A share link for a partial scenario, built independently of the page's own encoder. */
-function link(partial: object): string {
-  return `#v1.${deflateRawSync(Buffer.from(JSON.stringify(partial), 'utf8')).toString('base64url')}`;
-}
-
-const SCREENSHOTS = join(import.meta.dirname, '..', 'test-results', 'screenshots');
-
-async function screenshot(page: Page, info: TestInfo, name: string): Promise<void> {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  const path = join(SCREENSHOTS, name);
-  await page.screenshot({ path, fullPage: true });
-  await info.attach(name, { path, contentType: 'image/png' });
-}
-
-/** Collects console errors and page errors; the test asserts there are none. */
-function watchErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
-  });
-  page.on('pageerror', (e) => errors.push(e.message));
-  return errors;
-}
-
-async function runsDone(page: Page): Promise<number> {
-  return Number((await page.locator('#status').getAttribute('data-runs')) ?? 0);
-}
-
-async function waitRun(page: Page, after: number, timeout = 15_000): Promise<void> {
-  await expect(page.locator('#status')).toHaveAttribute('data-state', 'done', { timeout });
-  await expect.poll(() => runsDone(page), { timeout }).toBeGreaterThan(after);
-  await expect(page.locator('#status')).toHaveAttribute('data-state', 'done');
-}
-
-/** The summary table as {key: text}. */
-async function summary(page: Page): Promise<Record<string, string>> {
-  return page
-    .locator('#summary tbody tr')
-    .evaluateAll((rows) => Object.fromEntries(rows.map((r) => [r.getAttribute('data-key'), r.querySelector('td.num')?.textContent ?? ''])));
-}
-
-async function manual(page: Page): Promise<void> {
-  await page.locator('#autorun').uncheck();
-}
+import { expect, type Page, test } from '@playwright/test';
+import { cliRun } from './cli';
+import { expectEngineNumbers, link, manual, runsDone, screenshot, summary, waitFresh, waitRun, watchErrors } from './helpers';
 
 test.describe('first load', () => {
   // One retry (a fresh browser): a 1 s budget on a 2-core machine is at the mercy of whatever
@@ -67,7 +24,10 @@ test.describe('first load', () => {
     expect(sinceNavigation).toBeLessThan(1000);
 
     await expect(page.locator('#message')).toBeHidden();
-    await expect(page.locator('#f-engine-num_gpu_blocks')).toHaveValue('16384');
+    // Unset, the pool is Dynamo's default, as the engine reports it.
+    await expect(page.locator('#f-engine-num_gpu_blocks')).toHaveValue('');
+    await expect(page.locator('#f-engine-num_gpu_blocks')).toHaveAttribute('placeholder', '16,384');
+    await expect(page.locator('#kv-capacity')).toContainText('16,384 blocks × 64 = 1,048,576 tokens');
     const s = await summary(page);
     expect(s.num_requests).toBe('200');
     expect(s.completed_requests).toBe('200');
@@ -100,17 +60,18 @@ test('changing the eviction backend and the bandwidth and running again changes 
   // scheduler lineage and lru always pick the same block, see README)...
   await page.locator('#f-engine-eviction_backend').selectOption('multi_lru');
   await page.locator('#run').click();
-  await waitRun(page, n);
+  await waitFresh(page, n);
   await expect(page.locator('#message')).toBeHidden();
-  const evicted = await summary(page);
-  expect(evicted).not.toEqual(before);
-  // ...and so does the bandwidth, on top.
+  // The numbers are the engine's for the settings shown, and they differ from lineage's.
+  const evicted = await expectEngineNumbers(page);
+  expect(evicted.summary.mean_ttft_ms).not.toBe(Number(before.mean_ttft_ms?.replace(/,/g, '')));
+  // ...and so does the bandwidth, on top: 32 times slower transfers, longer TTFT.
   await page.locator('#f-engine-kv_transfer_bandwidth').fill('2');
   await page.locator('#run').click();
-  await waitRun(page, n + 1);
+  await waitFresh(page, n + 1);
   await expect(page.locator('#message')).toBeHidden();
-  const after = await summary(page);
-  expect(after.mean_ttft_ms).not.toBe(evicted.mean_ttft_ms);
+  const after = await expectEngineNumbers(page);
+  expect(after.summary.mean_ttft_ms).toBeGreaterThan(evicted.summary.mean_ttft_ms ?? Infinity);
 });
 
 test('changing the KV transfer bandwidth of a disaggregated cluster changes the numbers', async ({ page }) => {
@@ -129,11 +90,12 @@ test('changing the KV transfer bandwidth of a disaggregated cluster changes the 
   const n = await runsDone(page);
   await page.locator('#f-engine-kv_transfer_bandwidth').fill('2');
   await page.locator('#run').click();
-  await waitRun(page, n);
+  await waitFresh(page, n);
   await expect(page.locator('#message')).toBeHidden();
   const after = await summary(page);
   // 2048-token prompts × 128 KiB per token at 2 GB/s: ~140 ms more per request than at 64 GB/s.
   expect(Number(after.mean_ttft_ms?.replace(/,/g, ''))).toBeGreaterThan(Number(before.mean_ttft_ms?.replace(/,/g, '')) + 50);
+  await expectEngineNumbers(page);
 });
 
 test("changed settings change the numbers, and an unsupported setting shows the engine's message", async ({ page }) => {
@@ -145,9 +107,11 @@ test("changed settings change the numbers, and an unsupported setting shows the 
   await page.locator('#f-cluster-num_workers').fill('2');
   await page.locator('#f-workload-rate_rps').fill('25');
   await page.locator('#run').click();
-  await waitRun(page, n);
-  const after = await summary(page);
-  expect(after.mean_ttft_ms).not.toBe(before.mean_ttft_ms);
+  await waitFresh(page, n);
+  // The engine's numbers for two workers at 25 req/s (not merely different ones).
+  const after = await expectEngineNumbers(page);
+  expect(await page.locator('#scenario-file').textContent()).toContain('"rate_rps": 25');
+  expect(after.summary.mean_ttft_ms).not.toBe(Number(before.mean_ttft_ms?.replace(/,/g, '')));
 
   // Whatever the engine rejects is reported in its own words, naming the field: here a
   // disaggregated cluster with a prefill pool and no decode pool.
@@ -255,7 +219,7 @@ test('a malformed link shows a message and the default scenario', async ({ page 
     await waitRun(page, 0);
     await expect(page.locator('#message')).toBeVisible();
     await expect(page.locator('#message')).toContainText('Showing the default scenario');
-    await expect(page.locator('#f-engine-num_gpu_blocks')).toHaveValue('16384');
+    await expect(page.locator('#kv-capacity')).toHaveAttribute('data-blocks', '16384');
     expect((await summary(page)).num_requests).toBe('200');
   }
   await expect(page.locator('#message')).toContainText('engine.num_gpu_blockz');
@@ -319,8 +283,9 @@ test('an uploaded Mooncake trace runs', async ({ page }) => {
   n = await runsDone(page);
   await page.locator('#f-trace').setInputFiles({ name: 'bad.jsonl', mimeType: 'application/json', buffer: Buffer.from(`${trace(3)}{"timestamp": 1}\n`) });
   await page.locator('#run').click();
-  await expect(page.locator('#status')).toHaveAttribute('data-state', 'error');
+  await expect(page.locator('#status')).toHaveAttribute('data-state', 'refused');
   await expect(page.locator('#message')).toContainText('bad.jsonl:4');
+  await expect(page.locator('#results')).toHaveAttribute('data-stale', 'true');
   expect(errors).toEqual([]);
 });
 
@@ -367,8 +332,10 @@ test('results export as JSON and CSV', async ({ page }) => {
   const [json] = await Promise.all([page.waitForEvent('download'), page.locator('#export-json').click()]);
   expect(json.suggestedFilename()).toBe('servesim-results.json');
   const body = JSON.parse(await (await json.createReadStream()).toArray().then((b) => Buffer.concat(b).toString('utf8')));
-  expect(body.summary.num_requests).toBe(200);
+  // Exactly what `servesim run` prints for the default scenario.
+  expect(body).toEqual(cliRun({}));
   expect(body.per_request).toHaveLength(200);
+  expect(body.config.pools[0].num_gpu_blocks).toBe(16384);
   const [csv] = await Promise.all([page.waitForEvent('download'), page.locator('#export-csv').click()]);
   const text = await (await csv.createReadStream()).toArray().then((b) => Buffer.concat(b).toString('utf8'));
   expect(text.split('\n')[0]).toContain('request,arrival_ms');
@@ -398,15 +365,18 @@ test('an uploaded NPZ profile times the passes', async ({ page }) => {
   const n = await runsDone(page);
   const npz = readFileSync(join(import.meta.dirname, '..', '..', 'tests', 'conformance', 'profiles', 'profile-a.npz'));
   await page.locator('#f-timing').selectOption('profile');
+  await form(page);
   await expect(page.locator('#message')).toBeHidden();
   await page.locator('#f-npz').setInputFiles({ name: 'profile-a.npz', mimeType: 'application/octet-stream', buffer: npz });
   await expect(page.locator('#npz-info')).toContainText('profile-a.npz');
   await page.locator('#run').click();
-  await waitRun(page, n);
+  await waitFresh(page, n);
   await expect(page.locator('#message')).toBeHidden();
   const after = await summary(page);
   expect(after.completed_requests).toBe('200');
-  expect(after.mean_ttft_ms).not.toBe(before.mean_ttft_ms);
+  // The profile's own numbers: `servesim run` of the scenario shown, with the same file.
+  const native = await expectEngineNumbers(page, { 'profile-a.npz': npz });
+  expect(native.summary.mean_ttft_ms).not.toBe(Number(before.mean_ttft_ms?.replace(/,/g, '')));
   await expect(page.locator('#scenario-file')).toContainText('"provider": "dynamo_profile"');
   await expect(page.locator('#cli')).toContainText('profile-a.npz');
   expect(errors).toEqual([]);
@@ -432,12 +402,18 @@ test('a panic inside the engine is reported and the page stays usable', async ({
 test("markup in a link's names is shown as text and runs nothing", async ({ page }) => {
   const errors = watchErrors(page);
   const markup = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
+  await page.goto('/');
+  await waitRun(page, 0);
+  const baseline = await page.locator('img, script').count();
   const h = link({ name: markup });
   await page.goto(`/${h}`);
   await waitRun(page, 0);
   await expect(page.locator('#message')).toBeHidden();
   await expect(page.locator('#f-name')).toHaveValue(markup);
-  expect(await page.locator('img[src="x"], body script:not([src])').count()).toBe(0);
+  // The name is text: the page has exactly the elements it has without it, and shows the
+  // name verbatim (as the JSON it is in the scenario).
+  expect(await page.locator('img, script').count()).toBe(baseline);
+  expect(JSON.parse((await page.locator('#scenario-file').textContent()) ?? '{}').name).toBe(markup);
 
   await page.goto(`/embed.html${h}`);
   await waitRun(page, 0);
@@ -449,7 +425,7 @@ test("markup in a link's names is shown as text and runs nothing", async ({ page
   await waitRun(page, 0);
   await expect(page.locator('#message')).toContainText(markup);
   expect(await page.locator('#message *').count()).toBe(0);
-  await expect(page.locator('#f-engine-num_gpu_blocks')).toHaveValue('16384');
+  await expect(page.locator('#kv-capacity')).toHaveAttribute('data-blocks', '16384');
 
   expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
   expect(errors).toEqual([]);
@@ -480,3 +456,8 @@ test('the Content-Security-Policy forbids inline script on both pages', async ({
     await expect(page.locator('#status')).toHaveAttribute('data-state', 'done');
   }
 });
+
+/** Waits for the form's own engine round trips (a TP pick) to settle. */
+async function form(page: Page): Promise<void> {
+  await page.evaluate(() => (window as unknown as { __servesimForm?: { pending: Promise<void> } }).__servesimForm?.pending);
+}

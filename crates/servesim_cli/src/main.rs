@@ -2,11 +2,15 @@
 
 use clap::{Parser, Subcommand};
 use servesim_sim::replay::Case;
+use servesim_sim::report::events::JsonLines;
 use servesim_sim::scenario::Scenario;
+use servesim_sim::sweep::Sweep;
 use servesim_sim::{BuildOptions, DirFiles, Input, RunReport, SimError, build};
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 
 #[derive(Parser)]
 #[command(name = "servesim", version, about = "Simulates an LLM serving cluster (Dynamo mocker semantics) on a virtual clock")]
@@ -24,6 +28,10 @@ enum Command {
         /// Also write the time series (per rank and cluster, in windows) to this file.
         #[arg(long, value_name = "OUT.json")]
         timeseries: Option<PathBuf>,
+        /// Also write every event of the run (KV events, request lifecycle, passes), one JSON
+        /// object a line, in time order.
+        #[arg(long, value_name = "OUT.jsonl")]
+        events: Option<PathBuf>,
     },
     /// Replays a case several times and reports wall time, simulated requests per second and
     /// peak memory (a benchmark: compare runs side by side, not against remembered numbers).
@@ -32,21 +40,43 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         runs: u32,
     },
-    /// Runs a servesim scenario file and prints {"summary", "per_request"} as JSON.
+    /// Runs every point of a sweep (a base scenario or replay case, fields to vary, an
+    /// optional SLO) and prints one JSON line per point, in point order:
+    /// {"point", "set", "summary", "meets_slo"}.
+    Sweep {
+        sweep: PathBuf,
+        /// Points run at once (threads).
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Run only every N-th point from I (`I/N`, I from 0): N machines split a sweep.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+    },
+    /// Runs a servesim scenario file and prints {"config", "summary", "per_request"} as JSON
+    /// (`config`: what the engines ran with, derived values included).
     Run {
         scenario: PathBuf,
         /// Also write the time series (per rank and cluster, in windows) to this file.
         #[arg(long, value_name = "OUT.json")]
         timeseries: Option<PathBuf>,
+        /// Also write every event of the run (KV events, request lifecycle, passes), one JSON
+        /// object a line, in time order.
+        #[arg(long, value_name = "OUT.jsonl")]
+        events: Option<PathBuf>,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Replay { case, timeseries } => replay(&case, timeseries.is_some()).and_then(|r| output(r, timeseries.as_deref())),
-        Command::Run { scenario, timeseries } => run(&scenario, timeseries.is_some()).and_then(|r| output(r, timeseries.as_deref())),
+        Command::Replay { case, timeseries, events } => {
+            simulate(&case, false, timeseries.is_some(), events.as_deref()).and_then(|r| output(r, timeseries.as_deref()))
+        }
+        Command::Run { scenario, timeseries, events } => {
+            simulate(&scenario, true, timeseries.is_some(), events.as_deref()).and_then(|r| output(r, timeseries.as_deref()))
+        }
         Command::Bench { case, runs } => bench(&case, runs).and_then(|json| print(|w| writeln!(w, "{json}"))),
+        Command::Sweep { sweep, jobs, shard } => run_sweep(&sweep, jobs, shard.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -90,17 +120,102 @@ fn input(path: &Path, scenario: bool) -> Result<Input, SimError> {
 }
 
 fn replay(case_path: &Path, timeseries: bool) -> Result<RunReport, SimError> {
-    simulate(case_path, false, timeseries)
+    simulate(case_path, false, timeseries, None)
 }
 
-fn run(path: &Path, timeseries: bool) -> Result<RunReport, SimError> {
-    simulate(path, true, timeseries)
-}
-
-fn simulate(path: &Path, scenario: bool, timeseries: bool) -> Result<RunReport, SimError> {
+fn simulate(path: &Path, scenario: bool, timeseries: bool, events: Option<&Path>) -> Result<RunReport, SimError> {
     let input = input(path, scenario)?;
     let opts = BuildOptions { timeseries, ..BuildOptions::default() };
-    Ok(build(&input, &mut DirFiles::beside(path), &opts)?.run())
+    let sim = build(&input, &mut DirFiles::beside(path), &opts)?;
+    let mut report = match events {
+        None => sim.run(),
+        Some(events) => {
+            let file = std::fs::File::create(events).map_err(|e| SimError::new(format!("{}: {e}", events.display())))?;
+            let sink = Rc::new(RefCell::new(JsonLines::new(std::io::BufWriter::new(file))));
+            let report = sim.with_events(Box::new(sink.clone())).run();
+            let mut sink = sink.borrow_mut();
+            if let Some(e) = sink.error.take().or_else(|| sink.out_mut().flush().err()) {
+                return Err(SimError::new(format!("{}: {e}", events.display())));
+            }
+            report
+        }
+    };
+    // A scenario's answer states what the engines ran with (`config`); a replay case's
+    // answer keeps the reference's form.
+    if let Input::Scenario(s) = &input {
+        report.config = Some(servesim_sim::report::config::effective(s)?);
+    }
+    Ok(report)
+}
+
+/// `I/N` → (I, N).
+fn parse_shard(s: &str) -> Result<(usize, usize), SimError> {
+    let bad = || SimError::new(format!("--shard {s}: expected I/N with 0 <= I < N"));
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (usize, usize) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// Runs a sweep's points on `jobs` threads and prints their lines in point order, each as soon
+/// as every earlier one is printed.
+fn run_sweep(path: &Path, jobs: usize, shard: Option<&str>) -> Result<(), SimError> {
+    use std::sync::{Mutex, mpsc};
+    let sweep = Sweep::from_json_str(&read(path)?).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
+    let (shard, shards) = shard.map(parse_shard).transpose()?.unwrap_or((0, 1));
+    let points: Vec<_> = sweep.shard(shard, shards).collect();
+    let source = path.display().to_string();
+    let line = |p: &servesim_sim::sweep::Point| -> Result<String, SimError> {
+        let input = sweep.input(p, &source)?;
+        let opts = BuildOptions { timeseries: false, ..BuildOptions::default() };
+        let report = build(&input, &mut DirFiles::beside(path), &opts).map_err(|e| SimError::new(format!("point {}: {e}", p.index)))?.run();
+        let summary = report.summary();
+        let set: serde_json::Map<String, serde_json::Value> = p.set.iter().cloned().collect();
+        let mut out = serde_json::json!({"point": p.index, "set": set, "summary": summary});
+        if let Some(met) = sweep.meets(&report.summary()) {
+            out["meets_slo"] = met.into();
+        }
+        Ok(out.to_string())
+    };
+    let next = Mutex::new(0usize);
+    let (tx, rx) = mpsc::channel::<(usize, Result<String, SimError>)>();
+    std::thread::scope(|scope| -> Result<(), SimError> {
+        for _ in 0..jobs.clamp(1, points.len().max(1)) {
+            let tx = tx.clone();
+            let (next, points, line) = (&next, &points, &line);
+            scope.spawn(move || {
+                loop {
+                    let k = {
+                        let mut n = next.lock().expect("no thread panicked holding it");
+                        let k = *n;
+                        *n += 1;
+                        k
+                    };
+                    let Some(p) = points.get(k) else { break };
+                    if tx.send((k, line(p))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut done: std::collections::BTreeMap<usize, String> = Default::default();
+        let mut printed = 0;
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        for (k, result) in rx {
+            done.insert(k, result?);
+            while let Some(text) = done.remove(&printed) {
+                match writeln!(out, "{text}").and_then(|()| out.flush()) {
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+                    Err(e) => return Err(SimError::new(format!("writing the result: {e}"))),
+                    Ok(()) => printed += 1,
+                }
+            }
+        }
+        Ok(())
+    })
 }
 
 fn bench(case_path: &Path, runs: u32) -> Result<String, SimError> {

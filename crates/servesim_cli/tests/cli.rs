@@ -13,12 +13,27 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// A fresh directory for one test's files.
-fn scratch(name: &str) -> PathBuf {
+/// A fresh directory for one test's files, removed when the test ends.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("servesim-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
 }
 
 fn servesim(args: &[&str]) -> Output {
@@ -177,4 +192,72 @@ fn the_example_scenario_runs_and_prints_the_summary() {
     assert!(s["mean_ttft_ms"].as_f64().is_some_and(|t| t > 0.0), "{s}");
     assert_eq!(out["per_request"].as_array().map(Vec::len), Some(500));
     assert!(out.get("not_completed").is_none(), "every request completed");
+}
+
+/// A sweep's lines are its points in order, each summary byte for byte what `servesim run`
+/// prints for the merged scenario; shards split the points without loss; `--jobs` changes
+/// nothing but the wall time; a replay case sweeps too.
+#[test]
+fn sweep_rows_equal_single_runs_and_shards_add_up() {
+    let d = scratch("sweep");
+    let base = json!({"engine": {"block_size": 16, "num_gpu_blocks": 1500},
+        "workload": {"type": "synthetic", "num_requests": 120, "rate_rps": 20,
+                     "input_tokens": {"mean": 800, "stddev": 100}, "output_tokens": {"mean": 60, "stddev": 10}}});
+    let sweep = json!({"version": 1, "base": base,
+        "vary": [{"field": "cluster.num_workers", "values": [1, 2]}, {"field": "workload.rate_rps", "from": 10, "to": 30, "step": 10}],
+        "slo": {"p99_ttft_ms": 500}});
+    let p = d.join("sweep.json");
+    std::fs::write(&p, sweep.to_string()).unwrap();
+    let lines = |args: &[&str]| -> Vec<Value> {
+        let o = servesim(args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let all = lines(&["sweep", p.to_str().unwrap(), "--jobs", "2"]);
+    assert_eq!(all.iter().map(|l| l["point"].as_u64().unwrap()).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4, 5]);
+    assert_eq!(all, lines(&["sweep", p.to_str().unwrap()]), "--jobs changes nothing but the wall time");
+    for line in &all {
+        let mut scenario = base.clone();
+        scenario["cluster"] = json!({"num_workers": line["set"]["cluster.num_workers"]});
+        scenario["workload"]["rate_rps"] = line["set"]["workload.rate_rps"].clone();
+        scenario["slo"] = json!({"p99_ttft_ms": 500});
+        let s = d.join(format!("point{}.json", line["point"]));
+        std::fs::write(&s, scenario.to_string()).unwrap();
+        let o = servesim(&["run", s.to_str().unwrap()]);
+        let run: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(line["summary"].to_string(), run["summary"].to_string(), "point {}", line["point"]);
+        let p99 = run["summary"]["p99_ttft_ms"].as_f64().unwrap();
+        assert_eq!(line["meets_slo"], json!(p99 <= 500.0 && run["summary"]["completed_requests"] == 120));
+    }
+    let mut sharded: Vec<Value> = (0..3).flat_map(|i| lines(&["sweep", p.to_str().unwrap(), "--shard", &format!("{i}/3")])).collect();
+    sharded.sort_by_key(|l| l["point"].as_u64());
+    assert_eq!(sharded, all);
+    expect_error(&servesim(&["sweep", p.to_str().unwrap(), "--shard", "3/3"]), &["--shard 3/3"]);
+    // A replay case sweeps by paths into the case.
+    let case = json!({"version": 1, "case": {"trace": repo().join("tests/conformance/traces/light.jsonl"), "replay": {"trace_block_size": 512}},
+        "vary": [{"field": "replay.num_workers", "values": [1, 2]}]});
+    std::fs::write(d.join("case-sweep.json"), case.to_string()).unwrap();
+    let rows = lines(&["sweep", d.join("case-sweep.json").to_str().unwrap()]);
+    assert_eq!(rows.len(), 2);
+    assert!(rows[1]["summary"]["mean_ttft_ms"].as_f64() < rows[0]["summary"]["mean_ttft_ms"].as_f64(), "two workers wait less");
+}
+
+/// `--events` writes the stream beside an unchanged answer; an unwritable path is named.
+#[test]
+fn events_are_written_and_change_nothing() {
+    let d = scratch("events");
+    let case = repo().join("tests/conformance/cases/vllm-light.json");
+    let case = case.to_str().unwrap();
+    let out = d.join("events.jsonl");
+    let plain = servesim(&["replay", case]);
+    let with = servesim(&["replay", case, "--events", out.to_str().unwrap()]);
+    assert_eq!(with.status.code(), Some(0), "{}", stderr(&with));
+    assert_eq!(plain.stdout, with.stdout, "recording events changed the answer");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let finished = events.iter().filter(|e| e["kind"] == "finished").count();
+    assert_eq!(finished, 300, "one end per request");
+    assert!(events.iter().all(|e| e["t_ms"].is_f64()), "every line has its time");
+    let bad = d.join("no-such-dir/events.jsonl");
+    expect_error(&servesim(&["replay", case, "--events", bad.to_str().unwrap()]), &["no-such-dir/events.jsonl"]);
 }

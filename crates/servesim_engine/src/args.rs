@@ -52,10 +52,18 @@ pub enum KvTransferTimingMode {
 pub enum TimingModel {
     /// Dynamo's default polynomial fitted to H200 sweeps.
     Polynomial,
-    /// A constant time per prefill and per decode step.
-    Fixed { prefill_ms: f64, decode_ms: f64 },
-    /// A measured profile (`provider: "dynamo_profile"`, `config.path` to an NPZ file).
+    /// A constant time per prefill and per decode step (each defaults to the page's first
+    /// choice: 20 ms and 8 ms).
+    Fixed {
+        #[serde(default = "default_fixed_prefill_ms")]
+        prefill_ms: f64,
+        #[serde(default = "default_fixed_decode_ms")]
+        decode_ms: f64,
+    },
+    /// A measured profile (`provider: "dynamo_profile"`, the default and only provider;
+    /// `config.path` to an NPZ file).
     External {
+        #[serde(default = "default_provider")]
         provider: String,
         #[serde(default)]
         config: serde_json::Value,
@@ -117,16 +125,37 @@ impl Default for SglangArgs {
     }
 }
 
+/// TRT-LLM-specific knobs (`engine.trtllm`), as Dynamo names them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrtllmArgs {
+    pub capacity_scheduler_policy: CapacitySchedulerPolicy,
+}
+
+/// TRT-LLM's capacity scheduler. The reference models its default only, and refuses
+/// `max_utilization` (as an unknown variant, so servesim's message is the reference's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacitySchedulerPolicy {
+    /// A request is admitted only when the pool can hold its prompt and its whole output
+    /// besides what the running requests may still take; nothing is ever preempted.
+    #[default]
+    GuaranteedNoEvict,
+}
+
 /// `engine` section of the launch configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineArgs {
     #[serde(default = "default_backend")]
     pub backend: Backend,
-    /// KV blocks per data-parallel rank.
-    #[serde(default = "default_num_gpu_blocks")]
-    pub num_gpu_blocks: u32,
-    /// Tokens per KV block; 0 or absent means the backend's default (vLLM 64, SGLang 1).
+    /// KV blocks per data-parallel rank. Unset (absent or `null`): 16384, or with a roofline
+    /// timing model what fits in GPU memory ([`EngineArgs::resolve`]). Read it through
+    /// [`EngineArgs::num_gpu_blocks`] once resolved.
+    #[serde(default, deserialize_with = "nullable")]
+    pub num_gpu_blocks: Option<u32>,
+    /// Tokens per KV block; 0 or absent means the backend's default (vLLM 64, SGLang 1,
+    /// TRT-LLM 32).
     #[serde(default)]
     pub block_size: u32,
     #[serde(default)]
@@ -161,6 +190,9 @@ pub struct EngineArgs {
     pub timing_model: TimingModel,
     #[serde(default)]
     pub sglang: Option<SglangArgs>,
+    /// Absent unless given, so a scenario written before it existed normalizes as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trtllm: Option<TrtllmArgs>,
     #[serde(default = "default_kv_manager")]
     pub kv_manager: KvManager,
     #[serde(default = "default_eviction_backend")]
@@ -194,14 +226,17 @@ pub struct LaunchConfig {
     /// roofline times passes with its own `tp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensor_parallel_size: Option<u32>,
+    /// Seconds a worker added during the run takes to become ready (Dynamo's top-level
+    /// `startup_time`; absent or 0: ready at once). Only the harness reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_time: Option<f64>,
 }
 
 fn default_backend() -> Backend {
     Backend::Vllm
 }
-fn default_num_gpu_blocks() -> u32 {
-    16384
-}
+/// Dynamo's default pool, per data-parallel rank.
+pub const DEFAULT_NUM_GPU_BLOCKS: u32 = 16384;
 fn default_max_num_seqs() -> Option<u32> {
     Some(256)
 }
@@ -235,6 +270,15 @@ fn default_timing_mode() -> KvTransferTimingMode {
 fn default_timing_model() -> TimingModel {
     TimingModel::Polynomial
 }
+fn default_fixed_prefill_ms() -> f64 {
+    20.0
+}
+fn default_fixed_decode_ms() -> f64 {
+    8.0
+}
+fn default_provider() -> String {
+    "dynamo_profile".into()
+}
 fn nullable<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     Option::<u32>::deserialize(d)
 }
@@ -247,7 +291,7 @@ impl Default for EngineArgs {
 
 impl Default for LaunchConfig {
     fn default() -> Self {
-        LaunchConfig { engine: EngineArgs::default(), dp_size: 1, tensor_parallel_size: None }
+        LaunchConfig { engine: EngineArgs::default(), dp_size: 1, tensor_parallel_size: None, startup_time: None }
     }
 }
 
@@ -268,7 +312,7 @@ impl LaunchConfig {
     pub fn from_json(value: &serde_json::Value) -> Result<Self, ArgsError> {
         let mut cfg: LaunchConfig =
             serde_path_to_error::deserialize(value).map_err(|e| ArgsError(format!("{}: {}", e.path(), e.inner())))?;
-        cfg.engine.derive_unset(value.get("engine").unwrap_or(&serde_json::Value::Null))?;
+        cfg.engine.resolve()?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -279,6 +323,11 @@ impl LaunchConfig {
         }
         if self.engine.g3_offload.is_some() && self.dp_size != 1 {
             return Err(ArgsError("engine.g3_offload supports only dp_size=1".into()));
+        }
+        if let Some(s) = self.startup_time
+            && !(s.is_finite() && s >= 0.0)
+        {
+            return Err(ArgsError("startup_time must be finite and non-negative".into()));
         }
         if let Some(tp) = self.tensor_parallel_size {
             if tp == 0 {
@@ -310,28 +359,58 @@ impl EngineArgs {
     pub fn from_json(value: &serde_json::Value) -> Result<Self, ArgsError> {
         let mut args: EngineArgs =
             serde_path_to_error::deserialize(value).map_err(|e| ArgsError(format!("engine.{}: {}", e.path(), e.inner())))?;
-        args.derive_unset(value)?;
+        args.resolve()?;
         args.validate()?;
         Ok(args)
     }
 
-    /// Fills what the timing model can derive and the user left out: with a roofline, the
-    /// KV pool (GPU memory × utilisation − weights) and the KV bytes per token.
-    /// `raw` is the engine object as written, to tell what the user set.
-    pub fn derive_unset(&mut self, raw: &serde_json::Value) -> Result<(), ArgsError> {
+    /// Fills what the user left unset (`null` or absent): with a roofline timing model, the
+    /// KV pool (GPU memory × utilisation − weights) and the KV bytes per token, derived from
+    /// the model and GPU; otherwise Dynamo's default pool. Values the user set are kept.
+    ///
+    /// Only the resolved copy is run: a scenario keeps its unset fields unset, so a page that
+    /// sends the scenario back (with another GPU, say) gets the pool of the settings it shows,
+    /// not the one derived for the previous settings.
+    pub fn resolve(&mut self) -> Result<(), ArgsError> {
         if let TimingModel::Roofline(r) = &self.timing_model {
             let model = crate::perf::roofline::Roofline::new(r).map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
-            if raw.get("num_gpu_blocks").is_none() {
-                self.num_gpu_blocks = model.num_gpu_blocks(self.block_size());
-                if self.num_gpu_blocks == 0 {
-                    return Err(ArgsError("engine.num_gpu_blocks: the model's weights leave no GPU memory for the KV cache".into()));
+            if self.num_gpu_blocks.is_none() {
+                let blocks = model.num_gpu_blocks(self.block_size());
+                if blocks == 0 {
+                    let room = match crate::perf::roofline::smallest_tp_with_kv_room(r) {
+                        Some(tp) => format!("; the smallest tp that leaves room for the KV cache is {tp}"),
+                        None => String::new(),
+                    };
+                    return Err(ArgsError(format!(
+                        "engine.num_gpu_blocks: the model's weights ({:.1} GB) leave no GPU memory for the KV cache at tp {} ({} × {:.1} GB usable){room}",
+                        model.weight_bytes() / 1e9,
+                        r.tp,
+                        r.tp,
+                        model.gpu.hbm_gb * r.gpu_memory_utilization,
+                    )));
                 }
+                self.num_gpu_blocks = Some(blocks);
             }
             if self.kv_bytes_per_token.is_none() {
                 self.kv_bytes_per_token = Some(model.kv_bytes_per_token());
             }
         }
+        self.num_gpu_blocks.get_or_insert(DEFAULT_NUM_GPU_BLOCKS);
         Ok(())
+    }
+
+    /// A resolved copy (see [`EngineArgs::resolve`]).
+    pub fn resolved(&self) -> Result<EngineArgs, ArgsError> {
+        let mut a = self.clone();
+        a.resolve()?;
+        Ok(a)
+    }
+
+    /// KV blocks per data-parallel rank: the value set, else Dynamo's default. With a
+    /// roofline timing model, call it on resolved arguments (unresolved, the roofline's
+    /// derivation has not happened yet).
+    pub fn num_gpu_blocks(&self) -> u32 {
+        self.num_gpu_blocks.unwrap_or(DEFAULT_NUM_GPU_BLOCKS)
     }
 
     /// The block size after defaults: vLLM 64, SGLang 1, TRT-LLM 32.
@@ -359,7 +438,7 @@ impl EngineArgs {
 
     pub fn validate(&self) -> Result<(), ArgsError> {
         let err = |m: &str| Err(ArgsError(m.to_string()));
-        if self.num_gpu_blocks == 0 {
+        if self.num_gpu_blocks == Some(0) {
             return err("engine.num_gpu_blocks must be positive");
         }
         for (name, v) in [("speedup_ratio", self.speedup_ratio), ("decode_speedup_ratio", self.decode_speedup_ratio)] {
@@ -376,8 +455,8 @@ impl EngineArgs {
         if self.max_model_len == Some(0) {
             return err("engine.max_model_len must be at least 1");
         }
-        if self.max_model_len.is_some() && self.backend != Backend::Vllm {
-            return err("engine.max_model_len is only supported by the vllm backend");
+        if self.max_model_len.is_some() && self.backend == Backend::Sglang {
+            return err("engine.max_model_len is only supported by the vllm and trtllm backends");
         }
         if let Some(bw) = self.kv_transfer_bandwidth
             && (!bw.is_finite() || bw < 0.0)
@@ -429,8 +508,18 @@ impl EngineArgs {
             }
         }
         self.validate_offload()?;
+        if self.trtllm.is_some() && self.backend != Backend::Trtllm {
+            return err("engine.trtllm is only valid with backend \"trtllm\"");
+        }
         if self.backend == Backend::Trtllm {
-            return err("engine.backend \"trtllm\" is not supported by servesim");
+            if self.block_size() < 2 {
+                return err("engine.block_size: vLLM/TRT-LLM block_size must be at least two");
+            }
+            if self.worker_type != WorkerType::Aggregated {
+                return err(
+                    "engine.worker_type: servesim runs backend \"trtllm\" aggregated only (no prefill or decode workers); use vllm or sglang for disaggregated serving",
+                );
+            }
         }
         Ok(())
     }
@@ -485,7 +574,7 @@ mod tests {
     fn defaults_follow_dynamo() {
         let a = EngineArgs::default();
         assert_eq!(a.block_size(), 64);
-        assert_eq!(a.num_gpu_blocks, 16384);
+        assert_eq!((a.num_gpu_blocks, a.num_gpu_blocks()), (None, 16384), "unset until resolved: Dynamo's default");
         assert_eq!(a.max_num_seqs, Some(256));
         assert_eq!(a.max_num_batched_tokens, Some(8192));
         assert!(a.enable_prefix_caching && a.enable_chunked_prefill);
@@ -507,6 +596,30 @@ mod tests {
     }
 
     #[test]
+    fn trtllm_follows_dynamo() {
+        let a = EngineArgs::from_json(&json!({"backend": "trtllm"})).unwrap();
+        assert_eq!(a.block_size(), 32);
+        let a =
+            EngineArgs::from_json(&json!({"backend": "trtllm", "trtllm": {"capacity_scheduler_policy": "guaranteed_no_evict"}})).unwrap();
+        assert_eq!(a.trtllm.unwrap().capacity_scheduler_policy, CapacitySchedulerPolicy::GuaranteedNoEvict);
+        // The reference's own words.
+        let e =
+            LaunchConfig::from_json(&json!({"engine": {"backend": "trtllm", "trtllm": {"capacity_scheduler_policy": "max_utilization"}}}))
+                .unwrap_err();
+        assert_eq!(e.0, "engine.trtllm.capacity_scheduler_policy: unknown variant `max_utilization`, expected `guaranteed_no_evict`");
+        let e = LaunchConfig::from_json(&json!({"engine": {"backend": "trtllm", "trtllm": {"bogus": 1}}})).unwrap_err();
+        assert_eq!(e.0, "engine.trtllm.bogus: unknown field `bogus`, expected `capacity_scheduler_policy`");
+        let e = EngineArgs::from_json(&json!({"trtllm": {}})).unwrap_err();
+        assert!(e.0.contains("engine.trtllm"), "{e}");
+        let e = EngineArgs::from_json(&json!({"backend": "trtllm", "worker_type": "decode"})).unwrap_err();
+        assert!(e.0.starts_with("engine.worker_type") && e.0.contains("aggregated only"), "{e}");
+        let e = EngineArgs::from_json(&json!({"backend": "trtllm", "block_size": 1})).unwrap_err();
+        assert!(e.0.contains("at least two"), "{e}");
+        assert!(EngineArgs::from_json(&json!({"backend": "trtllm", "max_model_len": 128})).is_ok());
+        assert!(EngineArgs::from_json(&json!({"backend": "sglang", "max_model_len": 128})).is_err());
+    }
+
+    #[test]
     fn null_means_unbounded_and_ranges_are_checked() {
         let a = EngineArgs::from_json(&json!({"max_num_seqs": null})).unwrap();
         assert_eq!(a.max_num_seqs, None);
@@ -515,8 +628,13 @@ mod tests {
         assert!(EngineArgs::from_json(&json!({"kv_bytes_per_token": 1.5})).is_err());
         let a = EngineArgs::from_json(&json!({"kv_transfer_bytes_per_token": 131072})).unwrap();
         assert_eq!(a.kv_bytes_per_token, Some(131072));
-        let e = EngineArgs::from_json(&json!({"timing_model": {"type": "fixed"}})).unwrap_err();
+        // Nested fields have defaults too.
+        let a = EngineArgs::from_json(&json!({"timing_model": {"type": "fixed", "decode_ms": 5}})).unwrap();
+        assert_eq!(a.timing_model, TimingModel::Fixed { prefill_ms: 20.0, decode_ms: 5.0 });
+        let e = EngineArgs::from_json(&json!({"timing_model": {"type": "fixed", "prefill_ms": -1}})).unwrap_err();
         assert!(e.0.contains("prefill_ms"), "{e}");
+        let a = EngineArgs::from_json(&json!({"num_gpu_blocks": null})).unwrap();
+        assert_eq!(a.num_gpu_blocks, Some(16384), "null is unset: resolved to the default");
     }
 
     #[test]
@@ -538,15 +656,26 @@ mod tests {
         let a =
             EngineArgs::from_json(&json!({"block_size": 16, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}))
                 .unwrap();
-        assert!((26_000..27_000).contains(&a.num_gpu_blocks), "{}", a.num_gpu_blocks);
+        assert!((26_000..27_000).contains(&a.num_gpu_blocks()), "{}", a.num_gpu_blocks());
         assert_eq!(a.kv_bytes_per_token, Some(131_072));
         let a = EngineArgs::from_json(
             &json!({"num_gpu_blocks": 100, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}),
         )
         .unwrap();
-        assert_eq!(a.num_gpu_blocks, 100, "given values win");
+        assert_eq!(a.num_gpu_blocks(), 100, "given values win");
         let e = EngineArgs::from_json(&json!({"timing_model": {"type": "roofline", "model": "llama-3.1-70b", "gpu": "l40s"}})).unwrap_err();
-        assert!(e.0.contains("engine.num_gpu_blocks"), "{e}");
+        assert!(e.0.contains("engine.num_gpu_blocks") && e.0.contains("the smallest tp that leaves room for the KV cache is 4"), "{e}");
+        // Resolving fills only what is unset, so an unresolved copy re-derives for new settings.
+        let mut h100: EngineArgs =
+            serde_json::from_value(json!({"timing_model": {"type": "roofline", "model": "llama-3.1-70b", "gpu": "h100", "tp": 4}}))
+                .unwrap();
+        let mut h200 = h100.clone();
+        h200.timing_model = serde_json::from_value(json!({"type": "roofline", "model": "llama-3.1-70b", "gpu": "h200", "tp": 4})).unwrap();
+        assert_eq!(h100.resolved().unwrap().num_gpu_blocks(), 7004);
+        assert_eq!(h200.resolved().unwrap().num_gpu_blocks(), 17475);
+        h100.resolve().unwrap();
+        h200.resolve().unwrap();
+        assert_eq!((h100.kv_bytes_per_token, h200.kv_bytes_per_token), (Some(327_680), Some(327_680)));
         let e = EngineArgs::from_json(&json!({"timing_model": {"type": "roofline", "model": "nope", "gpu": "h100"}})).unwrap_err();
         assert!(e.0.contains("engine.timing_model.model: unknown preset `nope`"), "{e}");
         let e = LaunchConfig::from_json(

@@ -24,11 +24,19 @@ impl Engine {
     /// the chunked-prefill size between the ranks and scales `schedule_conservativeness` by
     /// 0.3 (both measured on the reference); the vLLM core is the same on every rank.
     pub fn new(args: &EngineArgs, setup: &RankSetup) -> Result<Self, ArgsError> {
+        // Unset values (a roofline's pool) are derived here if the caller has not done it.
+        let resolved;
+        let args = if args.num_gpu_blocks.is_none() {
+            resolved = args.resolved()?;
+            &resolved
+        } else {
+            args
+        };
         args.validate()?;
         match args.backend {
-            Backend::Vllm => Ok(Engine::Vllm(VllmCore::new(args, setup)?)),
+            // TRT-LLM runs the vLLM core under its own capacity policy (guaranteed no evict).
+            Backend::Vllm | Backend::Trtllm => Ok(Engine::Vllm(VllmCore::new(args, setup)?)),
             Backend::Sglang => Ok(Engine::Sglang(SglangCore::new(args, setup)?)),
-            Backend::Trtllm => Err(ArgsError("engine.backend \"trtllm\" is not supported by servesim".into())),
         }
     }
 }

@@ -204,6 +204,7 @@ pub fn build(input: &Input, files: &mut dyn Files, opts: &BuildOptions) -> Resul
         Input::Case(c) => c.columns()?,
         Input::Scenario(_) => Column::DEFAULT.to_vec(),
     };
+    let mut auto = None;
     match opts.interval {
         Interval::Configured => {}
         Interval::Fixed(ms) => cfg.timeseries_interval_ms = ms,
@@ -211,12 +212,28 @@ pub fn build(input: &Input, files: &mut dyn Files, opts: &BuildOptions) -> Resul
             let (lo, hi) =
                 workload.rows.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| (lo.min(r.timestamp), hi.max(r.timestamp)));
             let span = (hi - lo) / cfg.arrival_speedup_ratio;
-            if span.is_finite() && span > 0.0 {
-                cfg.timeseries_interval_ms = nice_interval(span * 1.2, 80.0);
-            }
+            auto = Some(fine_interval(span));
         }
     }
-    Ok(Simulation::new(&cfg, workload)?.with_timeseries(opts.timeseries).with_columns(columns))
+    let sim = Simulation::new(&cfg, workload)?.with_timeseries(opts.timeseries).with_columns(columns);
+    Ok(match auto {
+        Some(fine) => sim.with_auto_windows(fine, AUTO_WINDOWS),
+        None => sim,
+    })
+}
+
+/// Automatic time series end with at most this many windows over what ran.
+pub const AUTO_WINDOWS: usize = 100;
+
+/// The fine window automatic time series record in: a power of ten ms giving about ten
+/// times [`AUTO_WINDOWS`] windows over the arrivals (at least 1 µs; 1 ms when every request
+/// arrives at once). The end of the run, whenever it comes, merges them.
+pub fn fine_interval(arrival_span_ms: f64) -> f64 {
+    if !(arrival_span_ms.is_finite() && arrival_span_ms > 0.0) {
+        return 1.0;
+    }
+    let raw = arrival_span_ms * 1.2 / (10 * AUTO_WINDOWS) as f64;
+    10f64.powf(raw.log10().floor()).max(1e-3)
 }
 
 /// A round window (1, 2 or 5 times a power of ten ms, at least 1 µs) giving about `target`
@@ -240,5 +257,53 @@ mod tests {
         assert_eq!(nice_interval(12_000.0, 120.0), 100.0);
         assert_eq!(nice_interval(25_000.0, 120.0), 500.0);
         assert_eq!(nice_interval(0.0, 120.0), 1.0);
+        assert_eq!(fine_interval(20_000.0), 10.0);
+        assert_eq!(fine_interval(0.02), 1e-3);
+        assert_eq!(fine_interval(0.0), 1.0);
+    }
+
+    fn scenario_run(json: &str, interval: Interval) -> crate::RunReport {
+        let s = Scenario::from_json_str(json).unwrap();
+        build(&Input::Scenario(s), &mut MemFiles::new(), &BuildOptions { interval, timeseries: true }).unwrap().run()
+    }
+
+    /// 10⁷ requests per second: every arrival within 0.02 ms, a run of seconds. The windows
+    /// stay few (they used to be 1 µs each over the whole run: millions of windows).
+    #[test]
+    fn extreme_rates_keep_the_series_small() {
+        for rate in [1e7, 1e12] {
+            let json = format!(r#"{{"workload": {{"num_requests": 200, "rate_rps": {rate}}}}}"#);
+            let r = scenario_run(&json, Interval::Auto);
+            let ts = r.timeseries();
+            assert!((10..=AUTO_WINDOWS).contains(&ts.t_ms.len()), "{rate}: {} windows", ts.t_ms.len());
+            let done: f64 = ts.cluster.requests_completed.iter().sum();
+            assert_eq!(done, 200.0);
+            let last = *ts.t_ms.last().unwrap();
+            let end = r.summary()["duration_ms"].as_f64().unwrap();
+            assert!(last >= end && last - ts.interval_ms < end, "the windows cover the run: {last} vs {end}");
+        }
+        // A run of thousands of years in 1 s windows: widened, not billions of windows.
+        let r = scenario_run(r#"{"workload": {"num_requests": 20, "rate_rps": 1e-9}}"#, Interval::Configured);
+        let ts = r.timeseries();
+        assert!(ts.t_ms.len() <= 100_000 && ts.interval_ms > 1000.0, "{} windows of {} ms", ts.t_ms.len(), ts.interval_ms);
+        let out: f64 = ts.cluster.output_tok_s.iter().map(|x| x * ts.interval_ms / 1000.0).sum();
+        assert!((out - r.summary()["total_output_tokens"].as_f64().unwrap()).abs() < 1e-6 * out);
+    }
+
+    /// Automatic windows are round and cover what ran, also when the run is cut short.
+    #[test]
+    fn automatic_windows_cover_what_ran() {
+        let s = Scenario::from_json_str(r#"{"workload": {"num_requests": 5000, "rate_rps": 100}}"#).unwrap();
+        let mut sim =
+            build(&Input::Scenario(s), &mut MemFiles::new(), &BuildOptions { interval: Interval::Auto, timeseries: true }).unwrap();
+        sim.advance(3000);
+        let ran = sim.now_ms();
+        let r = sim.finish();
+        let ts = r.timeseries();
+        let n = ts.t_ms.len();
+        assert!((20..=AUTO_WINDOWS).contains(&n), "{n} windows of {} ms over {ran} ms", ts.interval_ms);
+        let mantissa = ts.interval_ms / 10f64.powf(ts.interval_ms.log10().floor());
+        assert!([1.0, 2.0, 5.0].iter().any(|m| (m - mantissa).abs() < 1e-9), "{}", ts.interval_ms);
+        assert!(ts.t_ms[n - 1] - ts.interval_ms <= ran, "no window past the cut");
     }
 }

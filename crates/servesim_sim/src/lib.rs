@@ -5,11 +5,13 @@
 pub mod build;
 pub mod cluster;
 mod error;
+pub mod planner;
 mod queue;
 pub mod replay;
 pub mod report;
 pub mod scenario;
 pub mod sim;
+pub mod sweep;
 pub mod workload;
 
 pub use build::{BuildOptions, DirFiles, Files, Input, Interval, MemFiles, Profiles, build};

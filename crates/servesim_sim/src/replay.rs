@@ -3,7 +3,7 @@
 
 use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
-use crate::report::{Column, Sla};
+use crate::report::{Column, Sla, Slo};
 use crate::scenario::{Disagg, SimConfig};
 use crate::workload::TraceFormat;
 use crate::workload::mooncake::TraceOptions;
@@ -71,6 +71,9 @@ pub struct ReplayArgs {
     /// `mooncake` (default), `mooncake-delta`, `applied_compute_agentic` or `dynamo`.
     #[serde(default)]
     pub trace_format: Option<String>,
+    /// The planner in the loop (Dynamo's `PlannerConfig` keys).
+    #[serde(default)]
+    pub planner_config: Option<serde_json::Value>,
 }
 
 impl Case {
@@ -160,6 +163,7 @@ impl Case {
         } else {
             None
         };
+        let disagg_mode = disagg.is_some();
         let cfg = SimConfig {
             launch,
             num_workers: r.num_workers.unwrap_or(1),
@@ -171,11 +175,34 @@ impl Case {
             timeseries_interval_ms: r.timeseries_interval_ms.unwrap_or(1000.0),
             profiles: Default::default(),
             concurrency: r.replay_concurrency,
-            sla,
+            slo: Slo { ttft_ms: sla.ttft_ms, itl_ms: sla.itl_ms, e2e_ms: sla.e2e_ms, ..Slo::default() },
             kv_event_lag_ms: r.kv_event_lag_ms.unwrap_or(0.0),
             max_sim_time_ms: r.max_sim_time_ms,
+            scaling: scaling_of(r, disagg_mode)?,
         };
         cfg.validate()?;
         Ok(cfg)
+    }
+}
+
+/// The planner a case runs with, as Dynamo's replay reads `planner_config`.
+fn scaling_of(r: &ReplayArgs, disaggregated: bool) -> Result<Option<crate::planner::config::Scaling>, SimError> {
+    use crate::planner::config::{Mode, PlannerConfig, Scaling};
+    let Some(p) = &r.planner_config else { return Ok(None) };
+    // A string holds the JSON inline (a path would be the caller's to read).
+    let value = match p {
+        serde_json::Value::String(text) => serde_json::from_str(text)
+            .map_err(|e| SimError::new(format!("replay.planner_config: neither a JSON object nor JSON text ({e})")))?,
+        v => v.clone(),
+    };
+    let cfg = PlannerConfig::from_json(&value, "replay.planner_config")?;
+    match (cfg.mode, disaggregated) {
+        (Mode::Disagg, false) => {
+            Err(SimError::new("replay.planner_config: disagg planner replay requires prefill and decode engine arguments"))
+        }
+        (Mode::Agg, true) => Err(SimError::new(
+            "replay.planner_config: mode 'agg' runs aggregated workers (extra_engine_args), not prefill and decode pools",
+        )),
+        _ => Ok(Some(Scaling::Planner(cfg))),
     }
 }

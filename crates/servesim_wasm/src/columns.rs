@@ -70,6 +70,49 @@ pub fn record_columns(records: &[RequestRecord]) -> Columns {
     ]
 }
 
+/// A CDF: x values (ascending, distinct) and their percentiles.
+pub type Cdf = (Vec<f64>, Vec<f64>);
+
+/// A CDF of at most about `max_points` points, the largest value at 100.
+pub fn cdf(mut values: Vec<f64>, max_points: usize) -> Cdf {
+    values.retain(|v| v.is_finite());
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let Some(&largest) = values.last() else { return (Vec::new(), Vec::new()) };
+    let step = n.div_ceil(max_points.max(1)).max(1);
+    let mut points: Vec<(f64, f64)> =
+        values.iter().enumerate().step_by(step).map(|(i, &x)| (x, (i + 1) as f64 / n as f64 * 100.0)).collect();
+    if points.last().map(|p| p.0) != Some(largest) {
+        points.push((largest, 100.0));
+    }
+    // Strictly increasing x (a chart's requirement): the last percentile of equal values.
+    let (mut xs, mut ys): (Vec<f64>, Vec<f64>) = (Vec::with_capacity(points.len()), Vec::with_capacity(points.len()));
+    for (x, y) in points {
+        if xs.last() == Some(&x) {
+            *ys.last_mut().expect("ys follows xs") = y;
+        } else {
+            xs.push(x);
+            ys.push(y);
+        }
+    }
+    (xs, ys)
+}
+
+/// TTFT, TPOT and E2E latency CDFs of the completed requests (the page's distribution charts:
+/// a few hundred points, not a million records).
+pub fn latency_cdfs(records: &[RequestRecord], max_points: usize) -> [(&'static str, Cdf); 3] {
+    let (mut ttft, mut tpot, mut e2e) = (Vec::new(), Vec::new(), Vec::new());
+    for r in records.iter().filter(|r| r.status == Status::Completed) {
+        let Some(first) = r.first_token_ms.filter(|f| f.is_finite()) else { continue };
+        ttft.push(first - r.arrival_ms);
+        e2e.push(r.end_ms.unwrap_or(f64::NAN) - r.arrival_ms);
+        if r.output_tokens >= 2 {
+            tpot.push((r.last_token_ms.unwrap_or(f64::NAN) - first) / (r.output_tokens - 1) as f64);
+        }
+    }
+    [("ttft", cdf(ttft, max_points)), ("tpot", cdf(tpot, max_points)), ("e2e", cdf(e2e, max_points))]
+}
+
 pub struct RankSeries {
     /// The pool the rank serves in (aggregated, prefill or decode), as the harness names it.
     pub pool: &'static str,
@@ -162,6 +205,27 @@ mod tests {
                 assert_eq!(v.len(), n, "{name}");
             }
         }
+    }
+
+    #[test]
+    fn cdfs_are_increasing_and_end_at_100() {
+        let (x, y) = cdf(vec![3.0, 1.0, 2.0, 2.0, f64::NAN], 600);
+        assert_eq!((x, y), (vec![1.0, 2.0, 3.0], vec![25.0, 75.0, 100.0]));
+        let (x, y) = cdf((0..10_000).map(|i| (i % 977) as f64).collect(), 100);
+        assert!(x.len() <= 102 && x.windows(2).all(|w| w[0] < w[1]), "{}", x.len());
+        assert_eq!((x.last(), y.last()), (Some(&976.0), Some(&100.0)));
+        assert_eq!(cdf(Vec::new(), 10), (Vec::new(), Vec::new()));
+    }
+
+    #[test]
+    fn latency_cdfs_cover_the_completed_requests() {
+        let report = run(r#"{"workload": {"type": "synthetic", "num_requests": 50}}"#);
+        let [(_, ttft), (_, tpot), (_, e2e)] = latency_cdfs(&report.collector.records, 600);
+        let sum = report.summary();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.abs().max(1.0);
+        assert!(close(*ttft.0.last().unwrap(), sum["max_ttft_ms"].as_f64().unwrap()));
+        assert!(close(*e2e.0.last().unwrap(), sum["max_e2e_latency_ms"].as_f64().unwrap()));
+        assert!(close(tpot.0[0], sum["min_tpot_ms"].as_f64().unwrap()));
     }
 
     #[test]

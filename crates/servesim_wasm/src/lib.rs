@@ -65,6 +65,37 @@ pub fn normalize_scenario(json: &str) -> Result<String, JsError> {
     serde_json::to_string(&s).map_err(js_err)
 }
 
+/// A scenario as the engine reads it, and what it would run with: `{"scenario": ...,
+/// "config": ...}` as JSON text. `scenario` has every field spelled out, values the user left
+/// unset (a roofline's `num_gpu_blocks`, `kv_bytes_per_token`) still unset (`null`), so it
+/// can be edited and sent back; `config` is what `servesim run` prints as `config` (the KV
+/// pool per rank, KV bytes per token, GPUs per worker and in total, settings without
+/// effect). The error names the field.
+#[wasm_bindgen(js_name = inspectScenario)]
+pub fn inspect_scenario(json: &str) -> Result<String, JsError> {
+    let s = Scenario::from_json_str(json).map_err(js_err)?;
+    let config = servesim_sim::report::config::effective(&s).map_err(js_err)?;
+    serde_json::to_string(&serde_json::json!({"scenario": s, "config": config})).map_err(js_err)
+}
+
+/// The smallest tensor-parallel size at which a roofline timing model (`{"type":
+/// "roofline", ...}` or its arguments alone, as JSON text) leaves room for the KV cache (see
+/// `servesim_engine::perf::roofline::smallest_tp_with_kv_room`); `undefined` if none does.
+#[wasm_bindgen(js_name = smallestTensorParallel)]
+pub fn smallest_tensor_parallel(timing_model_json: &str) -> Result<Option<u32>, JsError> {
+    let v: serde_json::Value = serde_json::from_str(timing_model_json).map_err(js_err)?;
+    servesim_sim::report::config::smallest_tp(&v).map_err(js_err)
+}
+
+/// The roofline's model and GPU presets with their figures, as JSON text: `{"models": [{id,
+/// spec, params_billion, kv_bytes_per_token: {dtype: bytes}}], "gpus": [{id, spec}],
+/// "kv_dtypes": [...], "weight_dtypes": [...]}`. The page looks figures up here rather than
+/// computing them.
+#[wasm_bindgen(js_name = presets)]
+pub fn presets() -> Result<String, JsError> {
+    serde_json::to_string(&servesim_sim::report::config::presets()).map_err(js_err)
+}
+
 /// Replays a Dynamo replay case (`{"trace", "replay": {run_trace_replay arguments}}`) to the
 /// end and returns the bytes `servesim replay` prints (UTF-8 JSON, final newline included):
 /// the same engine as the native command, for checking that wasm and native runs agree.
@@ -128,6 +159,8 @@ pub struct Simulation {
     cancelled: bool,
     last_progress: f64,
     now_ms: f64,
+    /// The scenario's effective configuration (`servesim run`'s `config`).
+    config: serde_json::Value,
 }
 
 #[wasm_bindgen]
@@ -149,8 +182,9 @@ impl Simulation {
         };
         let mut uploads = Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name) };
         let opts = BuildOptions { interval, timeseries: true };
+        let config = servesim_sim::report::config::effective(&scenario).map_err(js_err)?;
         let sim = build(&Input::Scenario(scenario), &mut uploads, &opts).map_err(js_err)?;
-        Ok(Simulation { state: State::Running(Box::new(sim)), cancelled: false, last_progress: 0.0, now_ms: 0.0 })
+        Ok(Simulation { state: State::Running(Box::new(sim)), cancelled: false, last_progress: 0.0, now_ms: 0.0, config })
     }
 
     /// Processes up to `max_timestamps` distinct virtual timestamps; `true` once the run is over
@@ -177,7 +211,11 @@ impl Simulation {
 
     fn finish(&mut self) {
         self.state = match std::mem::replace(&mut self.state, State::Taken) {
-            State::Running(sim) => State::Finished(sim.finish()),
+            State::Running(sim) => {
+                let mut report = sim.finish();
+                report.config = Some(self.config.clone());
+                State::Finished(report)
+            }
             other => other,
         };
     }
@@ -223,12 +261,18 @@ impl Simulation {
         }
     }
 
+    /// The effective configuration (`servesim run`'s `config`): KV pool per rank, KV bytes
+    /// per token, GPUs, settings without effect.
+    pub fn config(&self) -> Result<JsValue, JsError> {
+        to_js(&self.config)
+    }
+
     /// The summary: Dynamo's replay-summary keys (`mean_ttft_ms`, `p99_ttft_ms`, ...).
     pub fn summary(&self) -> Result<JsValue, JsError> {
         to_js(&self.report()?.summary())
     }
 
-    /// What `servesim run` prints for this scenario: `{"summary", "per_request",
+    /// What `servesim run` prints for this scenario: `{"config", "summary", "per_request",
     /// "not_completed"?}`, as JSON text.
     #[wasm_bindgen(js_name = reportJson)]
     pub fn report_json(&self) -> Result<String, JsError> {
@@ -241,6 +285,20 @@ impl Simulation {
     /// 2 rejected, 3 unschedulable), worker, ttst_ms.
     pub fn records(&self) -> Result<Object, JsError> {
         Ok(columns_to_js(&columns::record_columns(&self.report()?.collector.records)))
+    }
+
+    /// CDFs of the completed requests' TTFT, TPOT and E2E latency, each `[xs, percentiles]`
+    /// of at most about `max_points` points: `{ttft, tpot, e2e}`.
+    #[wasm_bindgen(js_name = latencyCdfs)]
+    pub fn latency_cdfs(&self, max_points: usize) -> Result<Object, JsError> {
+        let obj = Object::new();
+        for (name, (xs, ys)) in columns::latency_cdfs(&self.report()?.collector.records, max_points) {
+            let pair = Array::new();
+            pair.push(&to_js(&xs)?);
+            pair.push(&to_js(&ys)?);
+            set(&obj, name, &pair.into());
+        }
+        Ok(obj)
     }
 
     /// Why each rejected or unschedulable request stopped: `[{request, status, reason}]`.

@@ -3,7 +3,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Float64Array, Reflect};
-use servesim_wasm::{Simulation, default_scenario, normalize_scenario};
+use servesim_wasm::{Simulation, default_scenario, inspect_scenario, normalize_scenario, smallest_tensor_parallel};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -20,8 +20,12 @@ fn run(json: &str, trace: Option<String>) -> Simulation {
 #[wasm_bindgen_test]
 fn default_scenario_runs_and_reports_dynamo_keys() {
     let d: serde_json::Value = serde_json::from_str(&default_scenario().map_err(JsValue::from).unwrap()).unwrap();
-    assert_eq!(d["engine"]["num_gpu_blocks"], 16384);
+    // Unset in the scenario; the engine's config says what it is.
+    assert!(d["engine"]["num_gpu_blocks"].is_null());
     let sim = run("{}", None);
+    let config = sim.config().map_err(JsValue::from).unwrap();
+    let pool = Reflect::get(&get(&config, "pools"), &JsValue::from_f64(0.0)).unwrap();
+    assert_eq!(get(&pool, "num_gpu_blocks").as_f64(), Some(16384.0));
     assert_eq!(sim.progress(), 1.0);
     let summary = sim.summary().map_err(JsValue::from).unwrap();
     assert_eq!(get(&summary, "num_requests").as_f64(), Some(200.0));
@@ -70,4 +74,18 @@ fn cancel_stops_the_run() {
     assert!(sim.done() && sim.cancelled());
     let s = sim.summary().map_err(JsValue::from).unwrap();
     assert!(get(&s, "completed_requests").as_f64().unwrap() < 3000.0);
+}
+
+#[wasm_bindgen_test]
+fn the_engine_reports_derived_values() {
+    let roofline = |gpu: &str| {
+        format!(r#"{{"engine": {{"timing_model": {{"type": "roofline", "model": "llama-3.1-70b", "gpu": "{gpu}", "tp": 4}}}}}}"#)
+    };
+    let v: serde_json::Value = serde_json::from_str(&inspect_scenario(&roofline("h100")).map_err(JsValue::from).unwrap()).unwrap();
+    assert_eq!(v["config"]["pools"][0]["num_gpu_blocks"], 7004);
+    assert!(v["scenario"]["engine"]["num_gpu_blocks"].is_null(), "derived values stay unset in the scenario");
+    let v: serde_json::Value = serde_json::from_str(&inspect_scenario(&roofline("h200")).map_err(JsValue::from).unwrap()).unwrap();
+    assert_eq!(v["config"]["pools"][0]["num_gpu_blocks"], 17475);
+    let tp = smallest_tensor_parallel(r#"{"type": "roofline", "model": "llama-3.1-70b", "gpu": "h100"}"#).map_err(JsValue::from).unwrap();
+    assert_eq!(tp, Some(4));
 }

@@ -200,6 +200,11 @@ impl BlockPool {
 
     /// Every cache-visible hash, sorted: what a router's indexer fed by this pool's events
     /// should hold (for tests).
+    /// How many blocks are cache-visible (`cached_hashes().len()`, without building it).
+    pub fn cached_count(&self) -> u32 {
+        self.copies.len() as u32
+    }
+
     pub fn cached_hashes(&self) -> Vec<u64> {
         let mut v: Vec<u64> = self.copies.iter().map(|&s| self.slots[s as usize].hash).collect();
         v.sort_unstable();
@@ -442,6 +447,35 @@ mod tests {
         assert_eq!(p.lookup(2), None, "the unpinned leaf was evicted");
         assert_eq!(p.lookup(1), Some(hit));
         p.check().unwrap();
+    }
+
+    /// `check` itself: a pool whose counts balance but whose LRU list holds a slot that is held
+    /// or not cached is reported.
+    #[test]
+    fn check_reports_a_held_or_uncached_slot_in_the_lru() {
+        // Slot 0 cached and inactive (in the LRU), slot 1 private and held; then `corrupt`.
+        let check_after = |corrupt: fn(&mut BlockPool)| {
+            let mut p = pool(3);
+            let mut a = Vec::new();
+            assert!(p.reserve(&[], 2, &mut a));
+            assert_eq!(a, vec![0, 1]);
+            p.register_run(None, &[(0, 1, 1)]);
+            p.release(0);
+            p.check().unwrap();
+            corrupt(&mut p);
+            p.check()
+        };
+        let err = Err("slot 0 in the LRU is held or not cached".to_string());
+        // Slot 1's hold moved onto slot 0: one slot held, one active, but it is in the LRU.
+        assert_eq!(
+            check_after(|p| {
+                p.slots[0].state += 1;
+                p.slots[1].state -= 1;
+            }),
+            err
+        );
+        // Slot 0 no longer cached, still in the LRU.
+        assert_eq!(check_after(|p| p.slots[0].state &= !CACHED), err);
     }
 
     #[test]

@@ -49,6 +49,15 @@ impl Pool {
             Pool::Kvbm(p) => p.events(),
         }
     }
+    pub fn idle(&self) -> u32 {
+        both!(self, p => p.inactive())
+    }
+    pub fn free(&self) -> u32 {
+        both!(self, p => p.free())
+    }
+    pub fn cached_count(&self) -> u32 {
+        both!(self, p => p.cached_count())
+    }
     pub fn cached_hashes(&self) -> Vec<u64> {
         both!(self, p => p.cached_hashes())
     }
@@ -64,13 +73,6 @@ impl Pool {
         match self {
             Pool::Native(p) => p,
             Pool::Kvbm(_) => unreachable!("offload tiers need the native pool"),
-        }
-    }
-
-    pub fn free(&self) -> u32 {
-        match self {
-            Pool::Native(p) => p.free(),
-            Pool::Kvbm(_) => 0,
         }
     }
 

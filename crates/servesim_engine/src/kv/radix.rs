@@ -102,6 +102,10 @@ impl RadixCache {
     pub fn used_pages(&self) -> u32 {
         self.protected_pages + self.private_pages
     }
+    /// Pages in the tree (cached), locked or not.
+    pub fn tree_pages(&self) -> u32 {
+        self.tree_pages
+    }
     pub fn protected_pages(&self) -> u32 {
         self.protected_pages
     }
@@ -324,6 +328,13 @@ impl RadixCache {
             self.touch(cur, now);
         }
         cur
+    }
+
+    /// Publishes `pages`, held privately by a request whose cached prefix ends at `parent`,
+    /// as stored without caching them: the reference announces a page's block when the page
+    /// is allocated for complete tokens, whether or not it is in the tree yet.
+    pub fn announce_private(&mut self, parent: NodeId, pages: &[(u64, u64)]) {
+        self.announce(parent, pages);
     }
 
     fn announce(&mut self, parent: NodeId, pages: &[(u64, u64)]) {

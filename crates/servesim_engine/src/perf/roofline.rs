@@ -189,6 +189,28 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
     })
 }
 
+/// The share of the memory for weights and KV (GPU memory × utilisation × tp) that must be
+/// left for the KV cache for a tensor-parallel size to count as leaving room for it: below a
+/// tenth, a 70B model on two 80 GB GPUs would hold about two 4k-token requests at a time.
+pub const MIN_KV_SHARE: f64 = 0.1;
+
+/// Tensor-parallel sizes tried when looking for room for the KV cache.
+pub const TP_CHOICES: &[u32] = &[1, 2, 4, 8, 16, 32, 64];
+
+/// The smallest tensor-parallel size (a power of two up to 64) at which the model's weights
+/// leave at least [`MIN_KV_SHARE`] of the usable GPU memory for the KV cache, with every
+/// other argument as given. `None` if no such size exists (or the arguments are invalid).
+pub fn smallest_tp_with_kv_room(args: &RooflineArgs) -> Option<u32> {
+    TP_CHOICES.iter().copied().find(|&tp| {
+        let r = match Roofline::new(&RooflineArgs { tp, ..args.clone() }) {
+            Ok(r) => r,
+            Err(_) => return false,
+        };
+        let usable = r.usable_memory_bytes();
+        usable > 0.0 && (usable - r.weight_bytes()) >= MIN_KV_SHARE * usable
+    })
+}
+
 /// A resolved roofline: model and GPU figures plus the derived constants.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Roofline {
@@ -287,9 +309,14 @@ impl Roofline {
         (m.num_hidden_layers as f64 * 2.0 * kv_heads(m) as f64 * head_dim(m) as f64 * dtype_bytes(dtype)) as u64
     }
 
+    /// GPU memory for weights and KV cache over the `tp` GPUs: memory × utilisation, bytes.
+    pub fn usable_memory_bytes(&self) -> f64 {
+        self.gpu.hbm_gb * 1e9 * self.args.tp as f64 * self.args.gpu_memory_utilization
+    }
+
     /// KV blocks that fit in GPU memory × utilisation after the weights (over `tp` GPUs).
     pub fn num_gpu_blocks(&self, block_size: u32) -> u32 {
-        let budget = self.gpu.hbm_gb * 1e9 * self.args.tp as f64 * self.args.gpu_memory_utilization - self.weight_bytes();
+        let budget = self.usable_memory_bytes() - self.weight_bytes();
         let per_block = self.kv_bytes_per_token() as f64 * block_size as f64;
         if budget <= 0.0 || per_block <= 0.0 { 0 } else { (budget / per_block).floor().min(u32::MAX as f64) as u32 }
     }
@@ -391,6 +418,29 @@ mod tests {
         assert_eq!(r.num_gpu_blocks(16), want);
         assert!((26_000..27_000).contains(&want), "{want}");
         assert_eq!(roofline("llama-3.1-70b", "l40s", 1).num_gpu_blocks(16), 0, "does not fit");
+    }
+
+    #[test]
+    fn the_smallest_tp_leaves_a_tenth_of_the_memory_for_kv() {
+        let args =
+            |model: &str, gpu: &str| -> RooflineArgs { serde_json::from_value(serde_json::json!({"model": model, "gpu": gpu})).unwrap() };
+        assert_eq!(smallest_tp_with_kv_room(&args("llama-3.1-8b", "h100")), Some(1));
+        // 141 GB of weights: two H100s would leave 2 % of their 144 GB; four leave half.
+        assert_eq!(smallest_tp_with_kv_room(&args("llama-3.1-70b", "h100")), Some(4));
+        assert_eq!(smallest_tp_with_kv_room(&args("llama-3.1-70b", "h200")), Some(2));
+        assert_eq!(smallest_tp_with_kv_room(&args("llama-3.1-70b", "l40s")), Some(4));
+        let mut fp8 = args("llama-3.1-70b", "h100");
+        fp8.weight_dtype = Some("fp8".into());
+        assert_eq!(smallest_tp_with_kv_room(&fp8), Some(2));
+        // Every choice at or above it leaves room; the one below does not.
+        for (m, g) in [("llama-3.1-70b", "h100"), ("qwen3-32b", "h100"), ("mixtral-8x7b", "a100")] {
+            let tp = smallest_tp_with_kv_room(&args(m, g)).unwrap();
+            assert!(roofline(m, g, tp).num_gpu_blocks(64) > 0, "{m} on {g} at tp {tp}");
+            if tp > 1 {
+                let below = roofline(m, g, tp / 2);
+                assert!(below.usable_memory_bytes() - below.weight_bytes() < MIN_KV_SHARE * below.usable_memory_bytes());
+            }
+        }
     }
 
     #[test]

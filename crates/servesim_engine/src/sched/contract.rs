@@ -40,6 +40,11 @@ pub trait Scheduler: HandOff + std::fmt::Debug {
 
     fn metrics(&self) -> RankMetrics;
 
+    /// KV events raised between passes (an SGLang prefill worker caching a prompt it was told
+    /// to release), moved into `into`: the reference publishes a scheduler command's events
+    /// at once, not with the next pass.
+    fn take_idle_kv_events(&mut self, into: &mut Vec<KvEvent>);
+
     /// Checks internal invariants (blocks balance); for tests and debug builds.
     fn check(&self) -> Result<(), String>;
 
@@ -48,6 +53,16 @@ pub trait Scheduler: HandOff + std::fmt::Debug {
     fn cached_hashes(&self) -> Option<Vec<u64>> {
         None
     }
+
+    /// The KV pool's blocks (pages) by use, now.
+    fn kv_blocks(&self) -> KvBlocks;
+
+    /// Publishes KV events in `PassOutput::kv_events` (where the backend has them: with prefix
+    /// caching, not on a decode worker) even if no router consumes them (a recorder does).
+    fn set_kv_events(&mut self, on: bool);
+
+    /// Fills `PassOutput::fpm` in every pass (off by default: it walks the waiting queue).
+    fn set_forward_pass_metrics(&mut self, on: bool);
 
     /// Reports steady tokens as a count (`PassOutput::steady_tokens`) instead of listing
     /// them; cores that have no such shortcut list every token.
@@ -127,6 +142,18 @@ pub trait HandOff {
     /// The rank ran a pass that could do nothing (see `idle_with_queue`): an SGLang
     /// scheduler's `new_token_ratio` falls to its floor; vLLM keeps no such state.
     fn idle_pass(&mut self) {}
+}
+
+/// A KV pool's blocks (SGLang: pages) by use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct KvBlocks {
+    /// Held by requests.
+    pub in_use: u32,
+    /// Cached and held by nobody (evictable).
+    pub idle: u32,
+    pub free: u32,
+    /// Cache-visible (the distinct blocks KV events announced and did not remove).
+    pub cached: u32,
 }
 
 /// Where a core runs and what it is given besides its arguments.

@@ -68,6 +68,53 @@ pub struct PassOutput {
     /// With native offload: when the pass's compute may start (after stores still reading
     /// blocks it writes); its admissions still count from the pass start.
     pub compute_start_ms: Option<f64>,
+    /// The pass's forward-pass metrics, when the harness asked for them
+    /// (`Scheduler::set_forward_pass_metrics`).
+    pub fpm: ForwardPassMetrics,
+}
+
+/// What a pass scheduled and what waited, as the pass started (Dynamo's forward-pass metrics,
+/// which a planner reads): sums of tokens over the requests of each kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ForwardPassMetrics {
+    /// Requests computing prompt tokens, the tokens they compute, and the prompt tokens they
+    /// had before (cached or computed earlier).
+    pub num_prefill_requests: u64,
+    pub sum_prefill_tokens: u64,
+    pub sum_prefill_kv_tokens: u64,
+    /// Requests decoding, and their sequence lengths (prompt and tokens generated so far).
+    pub num_decode_requests: u64,
+    pub sum_decode_kv_tokens: u64,
+    /// Waiting requests never admitted, and their prompt lengths.
+    pub num_queued_prefill: u64,
+    pub sum_queued_prefill_tokens: u64,
+    /// Waiting requests with KV to hold again (preempted: their sequence; transferred to a
+    /// decode worker: their prompt).
+    pub num_queued_decode: u64,
+    pub sum_queued_decode_kv_tokens: u64,
+}
+
+impl ForwardPassMetrics {
+    pub fn prefill(&mut self, computed: u32, before: u32) {
+        self.num_prefill_requests += 1;
+        self.sum_prefill_tokens += computed as u64;
+        self.sum_prefill_kv_tokens += before as u64;
+    }
+
+    pub fn decode(&mut self, len: u32) {
+        self.num_decode_requests += 1;
+        self.sum_decode_kv_tokens += len as u64;
+    }
+
+    pub fn queued_prefill(&mut self, prompt: u32) {
+        self.num_queued_prefill += 1;
+        self.sum_queued_prefill_tokens += prompt as u64;
+    }
+
+    pub fn queued_decode(&mut self, kv: u32) {
+        self.num_queued_decode += 1;
+        self.sum_queued_decode_kv_tokens += kv as u64;
+    }
 }
 
 impl Clone for PassOutput {
@@ -95,6 +142,7 @@ impl Clone for PassOutput {
             scheduled_tokens,
             prefill_duration,
             compute_start_ms,
+            fpm,
         } = src;
         self.duration = *duration;
         self.admissions.clone_from(admissions);
@@ -109,6 +157,7 @@ impl Clone for PassOutput {
         self.scheduled_tokens = *scheduled_tokens;
         self.prefill_duration = *prefill_duration;
         self.compute_start_ms = *compute_start_ms;
+        self.fpm = *fpm;
     }
 }
 
@@ -126,6 +175,7 @@ impl PassOutput {
         self.scheduled_tokens = 0;
         self.prefill_duration = Duration::ZERO;
         self.compute_start_ms = None;
+        self.fpm = ForwardPassMetrics::default();
     }
 }
 

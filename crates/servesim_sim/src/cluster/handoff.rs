@@ -110,7 +110,7 @@ pub(crate) struct Handoff {
 impl Handoff {
     pub fn new(fleet: &Fleet, prefill_pool: usize, decode_pool: usize, requests: usize, destination_first: bool) -> Self {
         Handoff {
-            transfer: TransferArgs::of(&fleet.pools[prefill_pool].args),
+            transfer: TransferArgs::of(&fleet.pools[prefill_pool].launch.engine),
             destination_first,
             prefill_pool,
             decode_pool,
@@ -124,6 +124,11 @@ impl Handoff {
 
     pub fn prefill_pool(&self) -> usize {
         self.prefill_pool
+    }
+
+    /// SGLang's order: each request is routed to the decode pool before the prefill pool.
+    pub fn destination_first(&self) -> bool {
+        self.destination_first
     }
 
     /// The decisions taken since the last call, in order.
@@ -140,6 +145,16 @@ impl Handoff {
         true
     }
 
+    /// The cluster grew to `n` ranks (a worker was added).
+    pub fn add_ranks(&mut self, n: usize) {
+        self.ranks.resize_with(n, RankState::default);
+    }
+
+    /// The requests waiting for a reservation on rank `r`.
+    pub fn waiting_reservations(&self, r: usize) -> Vec<u32> {
+        self.ranks.get(r).map_or(Vec::new(), |s| s.reservations.clone())
+    }
+
     /// Request `i`'s prompt goes to prefill rank `rank`, which will hold its KV.
     pub fn prefill_routed(&mut self, i: u32, rank: usize) {
         self.source_rank[i as usize] = rank as u32;
@@ -151,7 +166,8 @@ impl Handoff {
     }
 
     /// Releases sent to prefill rank `r` during its pass are commands queued before anything
-    /// the pass's end causes, so their blocks join the LRU first (older, evicted sooner).
+    /// the pass's end causes, so their blocks join the LRU first (older, evicted sooner). Their
+    /// KV events reach the router after the pass's own (the caller publishes them then).
     pub fn release_sources(&mut self, r: usize, fleet: &mut Fleet) {
         for i in std::mem::take(&mut self.ranks[r].releases) {
             fleet.ranks[r].engine.release_source(i as u64);
@@ -180,7 +196,7 @@ impl Handoff {
     pub fn at_boundary(&mut self, r: usize, t: f64, fleet: &mut Fleet, workload: &Workload) {
         self.take_reservation(r, t, fleet, workload);
         for i in std::mem::take(&mut self.ranks[r].arrived) {
-            self.activate(i, r, fleet);
+            self.activate(i, r, t, fleet);
             self.take_reservation(r, t, fleet, workload);
         }
     }
@@ -201,7 +217,7 @@ impl Handoff {
             self.ranks[rank].arrived.push(i);
         } else {
             // The activation wakes an idle rank, which takes one pending reservation.
-            self.activate(i, rank, fleet);
+            self.activate(i, rank, t, fleet);
             self.take_reservation(rank, t, fleet, workload);
         }
     }
@@ -217,18 +233,12 @@ impl Handoff {
     fn request_destination(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload) {
         let req = workload.request(i as usize, i as u64);
         let p = &mut fleet.pools[self.decode_pool];
-        let (hashes, full) = prompt_hashes(&req, p.block_size, &mut self.scratch);
-        let placement = p.router.route(&RouteQuery {
-            id: i as u64,
-            now_ms: t,
-            prompt_tokens: req.prompt.len(),
-            block_hashes: &hashes,
-            full_blocks: full,
-        });
+        let hashes = prompt_hashes(&req, p.block_size, &mut self.scratch);
+        let placement = p.router.route(&RouteQuery { id: i as u64, now_ms: t, prompt_tokens: req.prompt.len(), block_hashes: &hashes });
         // A prompt no decode pool holds fails only once routed (a round-robin turn is spent).
-        if req.prompt.len().div_ceil(p.block_size) > p.args.num_gpu_blocks {
+        if req.prompt.len().div_ceil(p.block_size) > p.launch.engine.num_gpu_blocks() {
             p.router.free(i as u64);
-            self.fail(i, fleet, workload);
+            self.fail(i, t, fleet, workload);
             return;
         }
         let rank = p.rank_of(placement.target);
@@ -241,13 +251,13 @@ impl Handoff {
 
     /// No decode worker's pool can ever hold request `i`'s prompt: the hand-off fails at
     /// once (and the prefill rank, if it holds the prompt, lets it go).
-    fn fail(&mut self, i: u32, fleet: &mut Fleet, workload: &Workload) {
+    fn fail(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload) {
         let p = &fleet.pools[self.decode_pool];
         let blocks = workload.input_length(i as usize).div_ceil(p.block_size);
-        let reason = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.args.num_gpu_blocks);
+        let reason = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.launch.engine.num_gpu_blocks());
         self.decisions.push(Decision::Fail { request: i, reason });
         if let Some(&source) = self.source_rank.get(i as usize).filter(|&&r| r != u32::MAX) {
-            fleet.ranks[source as usize].engine.release_source(i as u64);
+            fleet.release_source(source as usize, i as u64, t);
         }
     }
 
@@ -287,7 +297,7 @@ impl Handoff {
             Reservation::Reserved { resident_blocks } => resident_blocks,
             Reservation::NoRoom => return false,
             Reservation::NeverFits => {
-                self.fail(i, fleet, workload);
+                self.fail(i, t, fleet, workload);
                 return true;
             }
         };
@@ -310,7 +320,7 @@ impl Handoff {
 
     /// The decode rank takes the request; the prefill rank that held its KV lets it go (a
     /// scheduler command, so a busy prefill rank frees it at its next boundary).
-    fn activate(&mut self, i: u32, rank: usize, fleet: &mut Fleet) {
+    fn activate(&mut self, i: u32, rank: usize, t: f64, fleet: &mut Fleet) {
         self.decisions.push(Decision::Activated { request: i, rank });
         let engine = &mut fleet.ranks[rank].engine;
         let before = engine.reservation_capacity();
@@ -324,26 +334,23 @@ impl Handoff {
         if fleet.busy(source) {
             self.ranks[source].releases.push(i);
         } else {
-            fleet.ranks[source].engine.release_source(i as u64);
+            fleet.release_source(source, i as u64, t);
         }
     }
 }
 
-/// Sequence hashes of a prompt's full blocks, then a unique id for a partial tail block
-/// (which no cache can share), as the router tracks them.
-pub(crate) fn prompt_hashes(req: &Request, bs: u32, bytes: &mut Vec<u8>) -> (Vec<u64>, u32) {
-    use servesim_engine::hash::{block_hash, mix64, sequence_hash};
+/// Sequence hashes of a prompt's full blocks: all the router tracks of it. A partial tail
+/// block has no identity a cache could share, and the reference's router neither matches nor
+/// counts it (its tracked sequence is the prompt's complete blocks).
+pub(crate) fn prompt_hashes(req: &Request, bs: u32, bytes: &mut Vec<u8>) -> Vec<u64> {
+    use servesim_engine::hash::{block_hash, sequence_hash};
     let tokens = req.prompt.to_vec();
-    let full = tokens.len() as u32 / bs;
-    let mut out = Vec::with_capacity(tokens.len().div_ceil(bs as usize));
+    let mut out = Vec::with_capacity(tokens.len() / bs as usize);
     let mut parent = None;
     for b in tokens.chunks_exact(bs as usize) {
         let h = sequence_hash(parent, block_hash(b, bytes));
         out.push(h);
         parent = Some(h);
     }
-    if !(tokens.len() as u32).is_multiple_of(bs) {
-        out.push(mix64(req.id ^ 0x5EED_0000_0000_0000));
-    }
-    (out, full)
+    out
 }

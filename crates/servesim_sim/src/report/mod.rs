@@ -1,8 +1,11 @@
 //! The collector: per-request timelines, folded into Dynamo's replay summary (same keys, same
 //! definitions) and per-request records.
 
+pub mod config;
+pub mod events;
 mod run;
 mod sketch;
+mod slo;
 mod stats;
 pub mod timeseries;
 
@@ -11,6 +14,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 pub use sketch::DdSketch;
+pub use slo::Slo;
 use stats::{Samples, Sketched, num};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -49,7 +53,10 @@ pub struct RequestRecord {
     pub readmissions: u32,
     pub status: Status,
     pub worker: u32,
-    /// Leading prompt blocks the router believed its chosen worker cached (KV-aware routing).
+    /// The data-parallel rank of `worker` it ran on.
+    pub dp_rank: u32,
+    /// Leading prompt blocks the router believed its chosen worker cached (KV-aware routing),
+    /// at the request's first routing decision.
     pub router_overlap_blocks: u32,
     /// With native offload: prompt tokens its first admission took from the host tier (part
     /// of `reused_input_tokens`).
@@ -136,6 +143,8 @@ pub struct Fleet {
     pub decode_worker_seconds: f64,
     pub prefill_gpus_per_worker: u32,
     pub decode_gpus_per_worker: u32,
+    /// GPUs of the cluster as it starts.
+    pub total_gpus: u32,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -148,13 +157,18 @@ pub struct Collector {
     pub committed_prefill_tokens: u64,
     /// Requests that have arrived.
     pub arrived: usize,
-    pub sla: Sla,
+    /// The objective: per-request thresholds (the goodput) and percentile bounds.
+    pub slo: Slo,
     pub fleet: Fleet,
     /// A run that may be cut off: inter-token gaps count only once their request completes
     /// (held here until then), as the reference's distributions cover completed requests only.
     deferred_gaps: Option<FxHashMap<u32, Vec<f64>>>,
     /// Native offload's tier figures, set when the run ends.
     pub offload: Option<OffloadReport>,
+    /// Running requests the vLLM scheduler preempted (their blocks freed; recomputed later).
+    pub preemptions: u64,
+    /// Running requests the SGLang scheduler retracted under decode memory pressure.
+    pub retractions: u64,
 }
 
 impl Collector {
@@ -197,6 +211,7 @@ impl Collector {
             readmissions: 0,
             status: Status::Pending,
             worker: 0,
+            dp_rank: 0,
             ttst_ms: None,
             router_overlap_blocks: 0,
             host_reused_input_tokens: None,
@@ -289,6 +304,7 @@ impl Collector {
         let mut last_end: f64 = 0.0;
         let first_arrival = self.records.iter().filter(|r| r.arrived()).map(|r| r.arrival_ms).fold(f64::INFINITY, f64::min);
         let mut good = (0u64, 0u64);
+        let sla = self.slo.sla();
         for r in &self.records {
             match r.status {
                 Status::Completed => {}
@@ -305,7 +321,7 @@ impl Collector {
             reused += r.reused_input_tokens.max(r.decode_reused_tokens) as u64;
             first_reused += r.first_admission_reused_tokens.unwrap_or(0) as u64;
             last_end = last_end.max(r.end_ms.unwrap_or(0.0));
-            if self.sla.is_set() && self.sla.is_good(r) {
+            if sla.is_set() && sla.is_good(r) {
                 good.0 += 1;
                 good.1 += r.output_tokens as u64;
             }
@@ -319,6 +335,8 @@ impl Collector {
         m.insert("completed_requests".into(), completed.into());
         m.insert("rejected_requests".into(), rejected.into());
         m.insert("unschedulable_requests".into(), unschedulable.into());
+        m.insert("num_preemptions".into(), self.preemptions.into());
+        m.insert("num_retractions".into(), self.retractions.into());
         m.insert("total_input_tokens".into(), input.into());
         m.insert("total_output_tokens".into(), output.into());
         m.insert("committed_prefill_tokens".into(), self.committed_prefill_tokens.into());
@@ -335,7 +353,9 @@ impl Collector {
         let gpu_seconds =
             f.prefill_worker_seconds * f.prefill_gpus_per_worker as f64 + f.decode_worker_seconds * f.decode_gpus_per_worker as f64;
         m.insert("gpu_hours".into(), num(gpu_seconds / 3600.0));
-        if self.sla.is_set() {
+        m.insert("total_gpus".into(), f.total_gpus.into());
+        m.insert("gpu_seconds".into(), num(gpu_seconds));
+        if sla.is_set() {
             m.insert("goodput_completed_requests".into(), good.0.into());
             m.insert("goodput_request_throughput_rps".into(), num(per_s(good.0)));
             m.insert("goodput_output_throughput_tok_s".into(), num(per_s(good.1)));
@@ -369,6 +389,10 @@ impl Collector {
             if !o.g2.is_empty() {
                 m.insert("g2_domains".into(), serde_json::to_value(&o.g2).expect("serialisable"));
             }
+        }
+        if self.slo.is_set() {
+            let met = self.slo.met(&m);
+            m.insert("meets_slo".into(), met.into());
         }
         m
     }

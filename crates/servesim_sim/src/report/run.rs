@@ -14,13 +14,16 @@ pub enum Column {
     ReusedInputTokens,
     Readmissions,
     ArrivalMs,
-    /// Prompt tokens the router believed its chosen worker cached (KV-aware routing).
+    /// Prompt tokens the router believed its chosen worker cached (KV-aware routing), at the
+    /// request's first routing decision.
     RouterOverlapTokens,
     InputLength,
     Worker,
     /// Prompt tokens the first admission took from the host tier (native offload; null
     /// without it).
     HostReusedInputTokens,
+    /// The data-parallel rank of the worker that served it (0 without DP ranks).
+    DpRank,
 }
 
 impl Column {
@@ -28,7 +31,7 @@ impl Column {
     pub const DEFAULT: [Column; 5] =
         [Column::FirstTokenMs, Column::EndMs, Column::OutputTokens, Column::ReusedInputTokens, Column::Readmissions];
 
-    const NAMES: [(&'static str, Column); 10] = [
+    const NAMES: [(&'static str, Column); 11] = [
         ("first_token_ms", Column::FirstTokenMs),
         ("end_ms", Column::EndMs),
         ("output_tokens", Column::OutputTokens),
@@ -39,6 +42,7 @@ impl Column {
         ("input_length", Column::InputLength),
         ("worker", Column::Worker),
         ("host_reused_input_tokens", Column::HostReusedInputTokens),
+        ("dp_rank", Column::DpRank),
     ];
 
     pub fn parse(name: &str) -> Result<Column, String> {
@@ -60,11 +64,13 @@ impl Column {
             Column::InputLength => json!(r.input_length),
             Column::Worker => json!(r.worker),
             Column::HostReusedInputTokens => json!(r.host_reused_input_tokens),
+            Column::DpRank => json!(r.dp_rank),
         }
     }
 }
 
-/// The finished run: summary, per-request records, time series.
+/// The finished run: summary, per-request records, time series; and for a scenario, its
+/// effective configuration (`config`, see [`super::config`]), written first.
 #[derive(Debug)]
 pub struct RunReport {
     pub collector: Collector,
@@ -73,6 +79,10 @@ pub struct RunReport {
     pub columns: Vec<Column>,
     /// Tokens per KV block of the routed pool (to turn the router's overlap into tokens).
     pub block_size: u32,
+    /// Scaling during the run (planner ticks, events, lifecycle operations), if any.
+    pub scaling: Option<crate::planner::ScalingRecord>,
+    /// What the engines ran with (a scenario's effective configuration), printed first.
+    pub config: Option<serde_json::Value>,
 }
 
 impl RunReport {
@@ -100,7 +110,13 @@ impl RunReport {
     /// Writes the same answer as [`RunReport::to_json`], row by row, without building it in
     /// memory (a million-request run stays small).
     pub fn write_json<W: std::io::Write + ?Sized>(&self, w: &mut W) -> std::io::Result<()> {
-        write!(w, "{{\"summary\":")?;
+        w.write_all(b"{")?;
+        if let Some(config) = &self.config {
+            write!(w, "\"config\":")?;
+            serde_json::to_writer(&mut *w, config)?;
+            w.write_all(b",")?;
+        }
+        write!(w, "\"summary\":")?;
         serde_json::to_writer(&mut *w, &self.summary())?;
         write!(w, ",\"per_request\":[")?;
         let default = self.columns == Column::DEFAULT;
@@ -120,6 +136,10 @@ impl RunReport {
         if let Some(list) = self.to_json_not_completed() {
             write!(w, ",\"not_completed\":")?;
             serde_json::to_writer(&mut *w, &list)?;
+        }
+        if let Some(s) = &self.scaling {
+            write!(w, ",\"planner\":")?;
+            serde_json::to_writer(&mut *w, &s.to_json())?;
         }
         w.write_all(b"}\n")
     }
@@ -144,8 +164,14 @@ impl RunReport {
             "summary": self.summary(),
             "per_request": self.per_request_rows(),
         });
+        if let Some(config) = &self.config {
+            v["config"] = config.clone();
+        }
         if let Some(list) = self.to_json_not_completed() {
             v["not_completed"] = list;
+        }
+        if let Some(s) = &self.scaling {
+            v["planner"] = s.to_json();
         }
         v
     }

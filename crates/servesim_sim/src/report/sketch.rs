@@ -60,6 +60,19 @@ impl DdSketch {
                 i
             }
         };
+        self.add_bin(i, n);
+    }
+
+    /// Adds every value of `other` (the sketch of both sets of values).
+    pub fn merge(&mut self, other: &DdSketch) {
+        for (i, c) in other.bins() {
+            if c > 0 {
+                self.add_bin(i, c);
+            }
+        }
+    }
+
+    fn add_bin(&mut self, i: i32, n: u64) {
         match &mut self.bins {
             Bins::Sparse(bins) => match bins.binary_search_by_key(&i, |b| b.0) {
                 Ok(k) => bins[k].1 += n,
@@ -133,6 +146,25 @@ mod tests {
             assert_eq!(d.quantile(q), s.quantile(q), "q = {q}");
         }
         assert_eq!(d.count(), s.count());
+    }
+
+    #[test]
+    fn merged_sketches_equal_one_sketch_of_both() {
+        let (mut a, mut b, mut both) = (DdSketch::default(), DdSketch::dense(), DdSketch::default());
+        for k in 0..500u32 {
+            let x = 1.0 + ((k * 7919) % 997) as f64;
+            if k % 3 == 0 {
+                a.add(x)
+            } else {
+                b.add(x)
+            }
+            both.add(x);
+        }
+        a.merge(&b);
+        for q in [0.0, 0.5, 0.9, 0.99, 1.0] {
+            assert_eq!(a.quantile(q), both.quantile(q), "q = {q}");
+        }
+        assert_eq!(a.count(), both.count());
     }
 
     #[test]

@@ -1,6 +1,13 @@
 //! Time series for charts, in fixed windows of virtual time: per rank (running, waiting, KV
 //! use, prefix hit rate, preemptions) and for the cluster (completions, token throughput,
 //! latency percentiles). Window k covers [k·Δ, (k+1)·Δ) and is stamped with its end.
+//!
+//! The number of windows is bounded whatever the run: when a run outgrows
+//! [`Recorder::max_windows`] windows (a cell budget shared by the ranks), Δ grows tenfold
+//! and neighbouring windows merge, so a burst of 10⁷ req/s with microsecond windows, or a
+//! ten-thousand-year run with one-second windows, stays small. Ordinary runs never reach it.
+//! With automatic windows ([`Recorder::set_auto`]) the run is recorded finely and merged at
+//! the end into round windows (1, 2 or 5 × 10ⁿ ms) over what actually ran, cancelled or not.
 
 use super::sketch::DdSketch;
 use serde::Serialize;
@@ -53,11 +60,52 @@ struct ClusterWindow {
     itl: DdSketch,
 }
 
+impl ClusterWindow {
+    fn absorb(&mut self, o: &ClusterWindow) {
+        self.completed += o.completed;
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.ttft.merge(&o.ttft);
+        self.itl.merge(&o.itl);
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct RankWindow {
     last: Option<RankMetrics>,
     hit_tokens: u64,
     query_tokens: u64,
+}
+
+impl RankWindow {
+    /// Folds in the window that follows this one.
+    fn absorb(&mut self, o: &RankWindow) {
+        if o.last.is_some() {
+            self.last = o.last;
+        }
+        self.hit_tokens += o.hit_tokens;
+        self.query_tokens += o.query_tokens;
+    }
+}
+
+/// Window cells (windows × (ranks + 1)) a recorder may hold before it widens its windows.
+const CELL_BUDGET: usize = 4_000_000;
+
+/// Merges every `factor` neighbouring windows into one.
+fn merge_windows<W: Default>(windows: &mut Vec<W>, factor: usize, absorb: impl Fn(&mut W, &W)) {
+    if factor <= 1 || windows.is_empty() {
+        return;
+    }
+    let old = std::mem::take(windows);
+    let mut merged: Vec<W> = Vec::with_capacity(old.len().div_ceil(factor));
+    for (k, w) in old.into_iter().enumerate() {
+        if k % factor == 0 {
+            merged.push(w);
+        } else {
+            absorb(merged.last_mut().expect("the group's first window was pushed"), &w);
+        }
+    }
+    *windows = merged;
 }
 
 /// Folds run events into windows as they happen.
@@ -67,25 +115,60 @@ pub struct Recorder {
     /// returns at once, and the run skips the per-pass window bookkeeping.
     on: bool,
     interval_ms: f64,
+    /// Automatic windows: at the end, merge into at most this many round windows.
+    auto_target: Option<usize>,
     cluster: Vec<ClusterWindow>,
     ranks: Vec<(RankSeries, Vec<RankWindow>)>,
 }
 
 impl Recorder {
     pub fn new(interval_ms: f64) -> Self {
-        Recorder { on: true, interval_ms, cluster: Vec::new(), ranks: Vec::new() }
+        Recorder { on: true, interval_ms, auto_target: None, cluster: Vec::new(), ranks: Vec::new() }
     }
 
     pub fn set_enabled(&mut self, on: bool) {
         self.on = on;
     }
 
+    /// Automatic windows: record in windows of `fine_ms` (a power of ten), and at the end
+    /// merge them into the smallest round window (1, 2 or 5 × 10ⁿ ms) giving at most
+    /// `target` windows over the run.
+    pub fn set_auto(&mut self, fine_ms: f64, target: usize) {
+        self.interval_ms = fine_ms;
+        self.auto_target = Some(target.max(1));
+    }
+
     pub fn add_rank(&mut self, pool: &'static str, worker: u32, dp_rank: u32) {
         self.ranks.push((RankSeries { pool, worker, dp_rank, ..Default::default() }, Vec::new()));
     }
 
-    fn window(&self, t_ms: f64) -> usize {
+    /// Windows the recorder holds at most before it widens them tenfold.
+    pub fn max_windows(&self) -> usize {
+        (CELL_BUDGET / (self.ranks.len() + 1)).clamp(1_000, 100_000)
+    }
+
+    /// The window of `t_ms`, widening the windows first if it lies beyond the budget.
+    fn window(&mut self, t_ms: f64) -> usize {
+        let k = (t_ms / self.interval_ms).floor().max(0.0);
+        let max = self.max_windows() as f64;
+        if k < max {
+            return k as usize;
+        }
+        let mut factor = 1usize;
+        while k / factor as f64 >= max {
+            factor *= 10;
+        }
+        self.widen(factor);
         (t_ms / self.interval_ms).floor().max(0.0) as usize
+    }
+
+    /// Merges every `factor` windows into one (Δ × factor).
+    fn widen(&mut self, factor: usize) {
+        merge_windows(&mut self.cluster, factor, ClusterWindow::absorb);
+        for (_, windows) in &mut self.ranks {
+            merge_windows(windows, factor, RankWindow::absorb);
+        }
+        self.interval_ms *= factor as f64;
     }
 
     fn cluster_at(&mut self, t_ms: f64) -> &mut ClusterWindow {
@@ -142,8 +225,31 @@ impl Recorder {
         w.query_tokens += m.cache_query_tokens;
     }
 
-    pub fn finish(self) -> TimeSeries {
-        let n = self.cluster.len().max(self.ranks.iter().map(|r| r.1.len()).max().unwrap_or(0));
+    /// Windows recorded so far.
+    fn len(&self) -> usize {
+        self.cluster.len().max(self.ranks.iter().map(|r| r.1.len()).max().unwrap_or(0))
+    }
+
+    pub fn finish(mut self) -> TimeSeries {
+        if let Some(target) = self.auto_target {
+            // The smallest round multiple of the fine window that gives at most `target`.
+            let n = self.len();
+            let mut factor = 1usize;
+            for mult in [1usize, 2, 5].into_iter().cycle().scan(1usize, |pow, m| {
+                let f = m * *pow;
+                if m == 5 {
+                    *pow *= 10;
+                }
+                Some(f)
+            }) {
+                factor = mult;
+                if n.div_ceil(mult) <= target {
+                    break;
+                }
+            }
+            self.widen(factor);
+        }
+        let n = self.len();
         let secs = self.interval_ms / 1000.0;
         let mut ts = TimeSeries { interval_ms: self.interval_ms, ..Default::default() };
         ts.t_ms = (1..=n).map(|k| k as f64 * self.interval_ms).collect();

@@ -4,7 +4,7 @@
 
 use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
-pub use crate::report::Sla;
+pub use crate::report::{Sla, Slo};
 use crate::workload::TraceFormat;
 use crate::workload::synthetic::SyntheticSpec;
 use serde::{Deserialize, Serialize};
@@ -32,12 +32,14 @@ pub struct SimConfig {
     /// Closed loop: at most this many sessions in flight (arrivals then come from the load,
     /// not the trace's timestamps).
     pub concurrency: Option<u32>,
-    /// Per-request service levels: the report's goodput.
-    pub sla: Sla,
+    /// Service levels: per-request thresholds (the report's goodput) and percentile bounds.
+    pub slo: Slo,
     /// KV events reach a KV-aware router's indexer this much later (ms).
     pub kv_event_lag_ms: f64,
     /// Virtual time at which the run stops (ms): only what happened by then is reported.
     pub max_sim_time_ms: Option<f64>,
+    /// Pools that grow and shrink during the run: a planner in the loop, or a script.
+    pub scaling: Option<crate::planner::config::Scaling>,
 }
 
 /// Disaggregated serving: prompts run on the prefill pool, their KV moves to the decode pool.
@@ -74,6 +76,11 @@ impl SimConfig {
         }
         self.router_config.validate().map_err(SimError::new)?;
         if let Some(d) = &self.disagg {
+            if [&d.prefill, &d.decode].iter().any(|p| p.engine.backend == servesim_engine::Backend::Trtllm) {
+                return Err(SimError::new(
+                    "backend \"trtllm\" runs aggregated only in servesim: no prefill or decode pools (use vllm or sglang for disaggregated serving)",
+                ));
+            }
             d.prefill.validate().map_err(|e| SimError::new(format!("prefill: {e}")))?;
             d.decode.validate().map_err(|e| SimError::new(format!("decode: {e}")))?;
             for (name, n) in [("num_prefill_workers", d.num_prefill_workers), ("num_decode_workers", d.num_decode_workers)] {
@@ -133,14 +140,24 @@ pub struct Scenario {
     /// GPUs each data-parallel rank spans (see `LaunchConfig::tensor_parallel_size`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensor_parallel_size: Option<u32>,
+    /// Seconds a worker added during the run takes to become ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_time: Option<f64>,
+    /// A planner in the loop (Dynamo's `planner_config` keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner: Option<serde_json::Value>,
+    /// Or a script of pool sizes: `[{"at_s", "pool", "count"}]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<Vec<crate::planner::config::ScriptStep>>,
     #[serde(default)]
     pub cluster: ClusterSpec,
-    #[serde(default)]
+    /// A `workload` object without a `type` is synthetic.
+    #[serde(default, deserialize_with = "workload_spec")]
     pub workload: WorkloadSpec,
     /// Per-request service levels (a completed request is good when each one set holds):
     /// the report's goodput.
-    #[serde(default, skip_serializing_if = "Sla::is_unset")]
-    pub slo: Sla,
+    #[serde(default, skip_serializing_if = "Slo::is_unset")]
+    pub slo: Slo,
     /// Virtual time at which the run stops (ms): only what happened by then is reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_sim_time_ms: Option<f64>,
@@ -214,6 +231,17 @@ impl Default for WorkloadSpec {
     }
 }
 
+/// Every nested object takes defaults for the fields it leaves out: here, the workload's
+/// `type` (synthetic).
+fn workload_spec<'de, D: serde::Deserializer<'de>>(d: D) -> Result<WorkloadSpec, D::Error> {
+    use serde::de::Error;
+    let mut v = serde_json::Value::deserialize(d)?;
+    if let Some(o) = v.as_object_mut() {
+        o.entry("type").or_insert_with(|| "synthetic".into());
+    }
+    WorkloadSpec::deserialize(v).map_err(D::Error::custom)
+}
+
 fn version() -> u32 {
     SCENARIO_VERSION
 }
@@ -240,23 +268,16 @@ impl Default for Scenario {
 }
 
 impl Scenario {
-    /// Parses and validates a scenario; errors name the field's path.
+    /// Parses and validates a scenario; errors name the field's path. The scenario keeps
+    /// what the user left unset unset (`engine.num_gpu_blocks`, `engine.kv_bytes_per_token`):
+    /// [`Scenario::config`] derives them, so a scenario written back out and edited (a page's
+    /// form) derives them again for its new settings.
     pub fn from_json_str(text: &str) -> Result<Self, SimError> {
         let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| SimError::new(e.to_string()))?;
-        let mut s: Scenario = serde_path_to_error::deserialize(&raw).map_err(|e| {
+        let s: Scenario = serde_path_to_error::deserialize(&raw).map_err(|e| {
             let path = e.path().to_string();
             if path == "." { SimError::new(e.inner().to_string()) } else { SimError::new(format!("{path}: {}", e.inner())) }
         })?;
-        // What a roofline model can derive (KV pool, KV bytes per token) where left unset.
-        let null = serde_json::Value::Null;
-        s.engine.derive_unset(raw.get("engine").unwrap_or(&null))?;
-        let cluster = raw.get("cluster").unwrap_or(&null);
-        if let Some(e) = &mut s.cluster.prefill_engine {
-            e.derive_unset(cluster.get("prefill_engine").unwrap_or(&null))?;
-        }
-        if let Some(e) = &mut s.cluster.decode_engine {
-            e.derive_unset(cluster.get("decode_engine").unwrap_or(&null))?;
-        }
         if s.version != SCENARIO_VERSION {
             return Err(SimError::new(format!(
                 "version: unsupported scenario version {} (this build reads {SCENARIO_VERSION})",
@@ -270,6 +291,30 @@ impl Scenario {
         Ok(s)
     }
 
+    /// The planner or the script, checked against the cluster.
+    fn scaling_policy(&self, disaggregated: bool) -> Result<Option<crate::planner::config::Scaling>, SimError> {
+        use crate::planner::config::{Mode, PlannerConfig, Scaling};
+        match (&self.planner, &self.scaling) {
+            (Some(_), Some(_)) => Err(SimError::new("planner and scaling: choose one (a planner in the loop, or a script)")),
+            (Some(p), None) => {
+                let cfg = PlannerConfig::from_json(p, "planner")?;
+                if (cfg.mode == Mode::Disagg) != disaggregated {
+                    return Err(SimError::new(format!(
+                        "planner.mode: `{}` does not fit this cluster ({})",
+                        if cfg.mode == Mode::Disagg { "disagg" } else { "agg" },
+                        if disaggregated { "prefill and decode pools" } else { "aggregated workers" }
+                    )));
+                }
+                Ok(Some(Scaling::Planner(cfg)))
+            }
+            (None, Some(steps)) => {
+                Scaling::check_script(steps, disaggregated)?;
+                Ok(Some(Scaling::Script(steps.clone())))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
     pub fn config(&self) -> Result<SimConfig, SimError> {
         let (speed, concurrency) = match &self.workload {
             WorkloadSpec::Trace { arrival_speedup_ratio, concurrency, .. } => (*arrival_speedup_ratio, *concurrency),
@@ -277,16 +322,30 @@ impl Scenario {
         };
         self.slo.validate("slo.").map_err(SimError::new)?;
         let c = &self.cluster;
-        let launch = LaunchConfig { engine: self.engine.clone(), dp_size: self.dp_size, tensor_parallel_size: self.tensor_parallel_size };
+        // What the user left unset, derived (a roofline's KV pool and KV bytes per token).
+        let engine = self.engine.resolved()?;
+        let launch = LaunchConfig {
+            engine: engine.clone(),
+            dp_size: self.dp_size,
+            tensor_parallel_size: self.tensor_parallel_size,
+            startup_time: self.startup_time,
+        };
         let disagg = match (c.num_prefill_workers, c.num_decode_workers) {
             (0, 0) => None,
             (p, d) if p > 0 && d > 0 => {
-                let pool = |e: &Option<EngineArgs>| LaunchConfig {
-                    engine: e.clone().unwrap_or_else(|| self.engine.clone()),
-                    dp_size: self.dp_size,
-                    tensor_parallel_size: self.tensor_parallel_size,
+                let pool = |e: &Option<EngineArgs>, name: &str| -> Result<LaunchConfig, SimError> {
+                    let engine = match e {
+                        Some(e) => e.resolved().map_err(|err| SimError::new(format!("cluster.{name}: {err}")))?,
+                        None => engine.clone(),
+                    };
+                    Ok(LaunchConfig {
+                        engine,
+                        dp_size: self.dp_size,
+                        tensor_parallel_size: self.tensor_parallel_size,
+                        startup_time: self.startup_time,
+                    })
                 };
-                Some(Disagg::new(pool(&c.prefill_engine), pool(&c.decode_engine), p, d))
+                Some(Disagg::new(pool(&c.prefill_engine, "prefill_engine")?, pool(&c.decode_engine, "decode_engine")?, p, d))
             }
             _ => {
                 return Err(SimError::new(
@@ -294,6 +353,7 @@ impl Scenario {
                 ));
             }
         };
+        let disaggregated = disagg.is_some();
         let cfg = SimConfig {
             launch,
             num_workers: c.num_workers,
@@ -305,9 +365,10 @@ impl Scenario {
             timeseries_interval_ms: self.timeseries_interval_ms,
             profiles: Default::default(),
             concurrency,
-            sla: self.slo,
+            slo: self.slo,
             kv_event_lag_ms: c.kv_event_lag_ms.unwrap_or(0.0),
             max_sim_time_ms: self.max_sim_time_ms,
+            scaling: self.scaling_policy(disaggregated)?,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -321,9 +382,10 @@ mod tests {
     #[test]
     fn defaults_and_named_errors() {
         let s = Scenario::from_json_str("{}").unwrap();
-        assert_eq!(s.engine.num_gpu_blocks, 16384);
+        assert_eq!(s.engine.num_gpu_blocks, None);
+        assert_eq!(s.config().unwrap().launch.engine.num_gpu_blocks(), 16384);
         let s = Scenario::from_json_str(r#"{"engine": {"num_gpu_blocks": 12345, "block_size": 32}}"#).unwrap();
-        assert_eq!((s.engine.num_gpu_blocks, s.engine.block_size), (12345, 32));
+        assert_eq!((s.engine.num_gpu_blocks, s.engine.block_size), (Some(12345), 32));
         let e = Scenario::from_json_str(r#"{"engine": {"num_gpu_blockz": 1}}"#).unwrap_err();
         assert!(e.0.starts_with("engine.num_gpu_blockz: unknown field"), "{e}");
         let e = Scenario::from_json_str(r#"{"workload": {"type": "synthetic", "rate_rps": -1}}"#).unwrap_err();
@@ -335,17 +397,56 @@ mod tests {
             r#"{"engine": {"block_size": 16, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}}"#,
         )
         .unwrap();
-        assert!(
-            s.engine.num_gpu_blocks > 16384 && s.engine.kv_bytes_per_token == Some(131072),
-            "{:?}",
-            (s.engine.num_gpu_blocks, s.engine.kv_bytes_per_token)
-        );
+        let e = s.config().unwrap().launch.engine;
+        assert!(e.num_gpu_blocks() > 16384 && e.kv_bytes_per_token == Some(131072), "{:?}", (e.num_gpu_blocks, e.kv_bytes_per_token));
+        // ... and the scenario itself keeps them unset.
+        assert_eq!((s.engine.num_gpu_blocks, s.engine.kv_bytes_per_token), (None, None));
         let s = Scenario::from_json_str(
             r#"{"engine": {"num_gpu_blocks": 100, "timing_model": {"type": "roofline", "model": "llama-3.1-8b", "gpu": "h100"}}}"#,
         )
         .unwrap();
-        assert_eq!(s.engine.num_gpu_blocks, 100);
+        assert_eq!(s.config().unwrap().launch.engine.num_gpu_blocks(), 100);
         let e = Scenario::from_json_str(r#"{"version": 9}"#).unwrap_err();
         assert!(e.0.contains("version"), "{e}");
+    }
+
+    /// A scenario written back out (as the page holds it) and edited derives its pool for
+    /// the new settings, exactly as a fresh scenario with those settings does.
+    #[test]
+    fn derived_values_follow_the_settings_whatever_the_path() {
+        let h100 = r#"{"engine": {"timing_model": {"type": "roofline", "model": "llama-3.1-70b", "gpu": "h100", "tp": 4}}}"#;
+        let s = Scenario::from_json_str(h100).unwrap();
+        assert_eq!(s.config().unwrap().launch.engine.num_gpu_blocks(), 7004);
+        let mut written = serde_json::to_value(&s).unwrap();
+        written["engine"]["timing_model"]["gpu"] = "h200".into();
+        let edited = Scenario::from_json_str(&written.to_string()).unwrap();
+        let fresh = Scenario::from_json_str(&h100.replace("h100", "h200")).unwrap();
+        assert_eq!(edited, fresh);
+        let (a, b) = (edited.config().unwrap().launch.engine, fresh.config().unwrap().launch.engine);
+        assert_eq!((a.num_gpu_blocks(), a.kv_bytes_per_token), (17475, Some(327_680)));
+        assert_eq!(a, b);
+    }
+
+    /// Every nested object takes defaults for the fields it leaves out.
+    #[test]
+    fn partial_nested_objects_take_defaults() {
+        let s = Scenario::from_json_str(r#"{"workload": {"output_tokens": {"stddev": 100}}}"#).unwrap();
+        let WorkloadSpec::Synthetic(w) = &s.workload else { panic!("synthetic by default") };
+        assert_eq!((w.output_tokens.mean, w.output_tokens.stddev), (256.0, 100.0));
+        assert_eq!((w.input_tokens.mean, w.input_tokens.stddev), (2048.0, 512.0));
+        let s = Scenario::from_json_str(r#"{"workload": {"input_tokens": {"stddev": 7}, "rate_rps": 20}}"#).unwrap();
+        let WorkloadSpec::Synthetic(w) = &s.workload else { panic!() };
+        assert_eq!((w.input_tokens.mean, w.input_tokens.stddev, w.rate_rps), (2048.0, 7.0, 20.0));
+        // A mean alone keeps its old meaning, a fixed length (links made before must keep
+        // their numbers).
+        let s = Scenario::from_json_str(r#"{"workload": {"type": "synthetic", "input_tokens": {"mean": 4096}}}"#).unwrap();
+        let WorkloadSpec::Synthetic(w) = &s.workload else { panic!() };
+        assert_eq!((w.input_tokens.mean, w.input_tokens.stddev), (4096.0, 0.0));
+        let e = Scenario::from_json_str(r#"{"workload": {"input_tokens": {"mean": 1, "sd": 2}}}"#).unwrap_err();
+        assert!(e.0.contains("sd"), "{e}");
+        let s = Scenario::from_json_str(r#"{"cluster": {"router_config": {"router_temperature": 0.5}}}"#).unwrap();
+        assert_eq!(s.cluster.router_config.overlap_score_credit, 1.0);
+        let s = Scenario::from_json_str(r#"{"engine": {"backend": "sglang", "sglang": {"schedule_policy": "lpm"}}}"#).unwrap();
+        assert_eq!(s.engine.sglang.unwrap().chunked_prefill_size, 8192);
     }
 }

@@ -128,9 +128,12 @@ impl Simulation {
         if events.is_empty() {
             return;
         }
-        let pool = self.fleet.ranks[r].pool;
-        let target = self.fleet.pools[pool].target_of(r);
+        let (pool, target) = (self.fleet.ranks[r].pool, self.fleet.ranks[r].target);
         self.fleet.pools[pool].router.apply_events(target, events, t);
+        // The event stream carries them like any other KV event.
+        if let Some(log) = &mut self.fleet.idle_events {
+            log.extend(events.iter().map(|e| (r, e.clone())));
+        }
     }
 
     /// Starts passes on idle workers with work (see the module's order); true if any started.

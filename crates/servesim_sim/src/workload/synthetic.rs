@@ -1,5 +1,9 @@
 //! Seeded synthetic workloads: an arrival process, normal input/output lengths and optional
 //! shared-prefix groups (DynoSim's `SyntheticTraceSpec`, in servesim's own schema).
+//!
+//! Logarithms, cosines and powers come from the `libm` crate, not the platform: glibc's and
+//! wasm's differ in the last bit for some inputs, and a workload must be the same requests
+//! natively and in the page.
 
 use super::{Sessions, Workload};
 use crate::SimError;
@@ -29,6 +33,30 @@ pub struct Length {
     pub stddev: f64,
 }
 
+/// A length object as written: a missing `mean` is the field's default mean; a missing
+/// `stddev` is 0 (a fixed length), as it always was.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartialLength {
+    #[serde(default)]
+    mean: Option<f64>,
+    #[serde(default)]
+    stddev: f64,
+}
+
+fn length_or<'de, D: serde::Deserializer<'de>>(d: D, default: Length) -> Result<Length, D::Error> {
+    let p = PartialLength::deserialize(d)?;
+    Ok(Length { mean: p.mean.unwrap_or(default.mean), stddev: p.stddev })
+}
+
+fn input_length<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Length, D::Error> {
+    length_or(d, SyntheticSpec::default().input_tokens)
+}
+
+fn output_length<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Length, D::Error> {
+    length_or(d, SyntheticSpec::default().output_tokens)
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SyntheticSpec {
@@ -38,7 +66,9 @@ pub struct SyntheticSpec {
     pub rate_rps: f64,
     /// Gamma shape for `arrival: gamma`.
     pub smoothness: f64,
+    #[serde(deserialize_with = "input_length")]
     pub input_tokens: Length,
+    #[serde(deserialize_with = "output_length")]
     pub output_tokens: Length,
     /// Fraction of each prompt's blocks shared with its prefix group, in [0, 1].
     pub shared_prefix_ratio: f64,
@@ -157,7 +187,7 @@ impl SyntheticSpec {
                 t += match self.arrival {
                     Arrival::Burst => 0.0,
                     Arrival::Constant => mean_gap,
-                    Arrival::Poisson => -mean_gap * (1.0 - rng.random::<f64>()).ln(),
+                    Arrival::Poisson => -mean_gap * libm::log(1.0 - rng.random::<f64>()),
                     Arrival::Gamma => gamma(&mut rng, self.smoothness) * mean_gap / self.smoothness,
                 };
             }
@@ -194,7 +224,7 @@ fn sample_length(rng: &mut ChaCha8Rng, l: Length) -> u32 {
     // Box–Muller.
     let u1: f64 = 1.0 - rng.random::<f64>();
     let u2: f64 = rng.random();
-    let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+    let z = (-2.0 * libm::log(u1)).sqrt() * libm::cos(2.0 * std::f64::consts::PI * u2);
     (l.mean + z * l.stddev).round().clamp(1.0, 4e6) as u32
 }
 
@@ -202,20 +232,20 @@ fn sample_length(rng: &mut ChaCha8Rng, l: Length) -> u32 {
 fn gamma(rng: &mut ChaCha8Rng, shape: f64) -> f64 {
     if shape < 1.0 {
         let u: f64 = 1.0 - rng.random::<f64>();
-        return gamma(rng, shape + 1.0) * u.powf(1.0 / shape);
+        return gamma(rng, shape + 1.0) * libm::pow(u, 1.0 / shape);
     }
     let d = shape - 1.0 / 3.0;
     let c = 1.0 / (9.0 * d).sqrt();
     loop {
         let u1: f64 = 1.0 - rng.random::<f64>();
         let u2: f64 = rng.random();
-        let x = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+        let x = (-2.0 * libm::log(u1)).sqrt() * libm::cos(2.0 * std::f64::consts::PI * u2);
         let v = (1.0 + c * x).powi(3);
         if v <= 0.0 {
             continue;
         }
         let u: f64 = 1.0 - rng.random::<f64>();
-        if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+        if libm::log(u) < 0.5 * x * x + d - d * v + d * libm::log(v) {
             return d * v;
         }
     }

@@ -14,8 +14,11 @@ const MUST_MATCH: &[&str] = &[
     "concurrency-4",
     "goodput-e2e",
     "goodput-ttft-itl",
+    "kv-event-lag-2w",
     "max-sim-time",
     "sessions-open-loop",
+    "planner-agg-load",
+    "planner-agg-throughput",
     "offload-g2-basic",
     "offload-g2-slow-link",
     "offload-g3-local-2w",
@@ -29,13 +32,13 @@ fn close(reference: &Value, got: &Value) -> bool {
     }
 }
 
-/// Objects and lists member by member, numbers within 0.01 (`compare_ext.py`'s `same_struct`).
-fn same_struct(reference: &Value, got: &Value) -> bool {
-    match (reference, got) {
-        (Value::Object(r), Value::Object(g)) => r.len() == g.len() && r.iter().all(|(k, v)| g.get(k).is_some_and(|w| same_struct(v, w))),
-        (Value::Array(r), Value::Array(g)) => r.len() == g.len() && r.iter().zip(g).all(|(v, w)| same_struct(v, w)),
-        (Value::Number(r), Value::Number(g)) => (r.as_f64().unwrap() - g.as_f64().unwrap()).abs() <= 0.01,
-        _ => reference == got,
+/// Equal structures, numbers within 0.01 (the planner record's rule).
+fn same(r: &Value, g: &Value) -> bool {
+    match (r, g) {
+        (Value::Object(a), Value::Object(b)) => a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| same(v, w))),
+        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(v, w)| same(v, w)),
+        (Value::Number(a), Value::Number(b)) => (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() <= 0.01,
+        _ => r == g,
     }
 }
 
@@ -46,12 +49,17 @@ fn check(path: &Path) {
     for (k, r) in case["expected"].as_object().unwrap() {
         let g = &got["summary"][k];
         if !r.is_number() {
-            assert!(same_struct(r, g), "{name}: summary {k}: reference {r}, servesim {g}");
+            assert!(same(r, g), "{name}: summary {k}: reference {r}, servesim {g}");
             continue;
         }
         let (r, g) = (r.as_f64().unwrap(), g.as_f64().unwrap_or_else(|| panic!("{name}: summary has no {k}")));
         let err = if r.abs() > 1e-9 { (g - r).abs() / r.abs() } else { g.abs() };
         assert!(err <= 1e-3, "{name}: summary {k}: reference {r}, servesim {g}");
+    }
+    if let Some(planner) = case.get("expected_planner") {
+        for k in ["total_ticks", "scaling_events", "lifecycle", "ticks"] {
+            assert!(same(&planner[k], &got["planner"][k]), "{name}: planner {k}: reference {}, servesim {}", planner[k], got["planner"][k]);
+        }
     }
     let rows = case["per_request"].as_array().unwrap();
     let got_rows = got["per_request"].as_array().unwrap();
@@ -84,4 +92,58 @@ fn dynosim_cases_match_the_reference_request_by_request() {
     for name in MUST_MATCH {
         check(&repo("tests/conformance/dynosim").join(format!("{name}.json")));
     }
+}
+
+/// Our own harness-feature scenarios, run through the reference's replay_ext.py (found by the
+/// harness and planner fuzzers; tests/variants/README.md): every one must match.
+#[test]
+fn dynosim_variants_match_the_reference() {
+    let dir = repo("tests/variants/dynosim");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            check(&path);
+            n += 1;
+        }
+    }
+    assert!(n >= 1, "no cases in {}", dir.display());
+}
+
+/// A scripted scaling run: the pool follows the script (a worker starting, becoming ready
+/// after `startup_time`, a drain that waits for the worker's requests), the lifecycle log says
+/// so, and worker-seconds count every provisioned worker.
+#[test]
+fn scripted_scaling_follows_the_script() {
+    use servesim_sim::{BuildOptions, Input, MemFiles, Scenario, build};
+    let s = Scenario::from_json_str(
+        r#"{"engine": {"block_size": 16, "num_gpu_blocks": 2000}, "startup_time": 2,
+            "cluster": {"num_workers": 1},
+            "workload": {"type": "synthetic", "num_requests": 400, "rate_rps": 40, "arrival": "constant",
+                         "input_tokens": {"mean": 600, "stddev": 0}, "output_tokens": {"mean": 100, "stddev": 0}},
+            "scaling": [{"at_s": 1, "pool": "agg", "count": 3}, {"at_s": 6, "pool": "agg", "count": 1}]}"#,
+    )
+    .unwrap();
+    let report = build(&Input::Scenario(s), &mut MemFiles::new(), &BuildOptions::default()).unwrap().with_checks(true).run();
+    let out = report.to_json();
+    let p = &out["planner"];
+    let ops: Vec<(f64, String, Value)> = p["lifecycle"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["at_ms"].as_f64().unwrap(), o["cause"].as_str().unwrap().to_string(), o["transitions"].clone()))
+        .collect();
+    assert_eq!(ops[0], (1000.0, "manual_scale".to_string(), serde_json::json!([[1, "worker_starting"], [2, "worker_starting"]])));
+    assert_eq!(ops[1], (3000.0, "worker_ready_event".to_string(), serde_json::json!([[1, "worker_ready"], [2, "worker_ready"]])));
+    assert_eq!(ops[2].0, 6000.0);
+    assert_eq!(ops[2].2, serde_json::json!([[2, "worker_draining"], [1, "worker_draining"]]));
+    // Busy workers go when their last request ends, after the drain began.
+    let settled: Vec<&(f64, String, Value)> = ops.iter().filter(|o| o.1 == "drain_settlement").collect();
+    assert!(!settled.is_empty() && settled.iter().all(|o| o.0 > 6000.0), "{ops:?}");
+    let s = &out["summary"];
+    assert_eq!(s["completed_requests"], 400);
+    // Worker-seconds exceed one worker's for the run and stay below three workers'.
+    let ws = s["decode_worker_seconds"].as_f64().unwrap();
+    let last = s["duration_ms"].as_f64().unwrap() / 1000.0;
+    assert!(ws > last + 2.0 * 3.0 && ws < 3.0 * last, "{ws} over {last} s");
 }

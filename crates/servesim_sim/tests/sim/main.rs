@@ -4,9 +4,11 @@
 mod common;
 mod conformance;
 mod dynosim;
+mod events;
 mod kvbm;
 mod proptest_indexer;
 mod reference_aborts;
+mod routing_patterns;
 mod steady_tokens;
 mod timeseries;
 mod unschedulable;

@@ -165,6 +165,9 @@ impl KvbmManager {
         self.free
     }
     /// Every registered (cache-visible) hash, in no particular order.
+    pub fn registered_count(&self) -> usize {
+        self.registry.len()
+    }
     pub fn registered(&self) -> impl Iterator<Item = u64> + '_ {
         self.registry.keys().copied()
     }

@@ -72,6 +72,10 @@ impl KvbmPool {
         }
     }
 
+    pub fn cached_count(&self) -> u32 {
+        self.mgr.registered_count() as u32
+    }
+
     pub fn cached_hashes(&self) -> Vec<u64> {
         let mut v: Vec<u64> = self.mgr.registered().collect();
         v.sort_unstable();

@@ -220,6 +220,12 @@ pub(super) fn decode_pass(core: &mut SglangCore) {
 
     core.out.duration = decode_time(core, &core.running);
     core.out.scheduled_tokens += core.running.len() as u64;
+    if core.fpm {
+        for &s in &core.running {
+            let len = core.req(s).seq.len();
+            core.out.fpm.decode(len);
+        }
+    }
 
     let mut running = std::mem::take(&mut core.running);
     emit_tokens(core, &mut running);

@@ -11,8 +11,18 @@ use crate::sequence::Request;
 
 impl SglangCore {
     /// Completes a prefill worker's request but keeps it and its pages (uncached: the prompt
-    /// enters the radix tree only on `release_source`).
+    /// enters the radix tree only on `release_source`). Its full pages are announced to the
+    /// router now all the same, as the reference's KV events follow allocated pages, not the
+    /// tree: a router sees a held prompt's prefix on this worker, though no request here can
+    /// reuse it before the release (measured: a same-prefix request routed while the prompt
+    /// was held went to its worker, reporting the overlap, and reused nothing).
     pub(super) fn hold(&mut self, s: u32) {
+        if self.cfg.prefix_caching {
+            let r = self.req(s);
+            let (from, full, node) = (r.tree_pages, r.seq.num_computed / self.cfg.page, r.node);
+            let pages = self.page_hashes(s, from, full);
+            self.cache.announce_private(node, &pages);
+        }
         let id = self.req(s).seq.id;
         self.held.insert(id, s);
         self.out.finished.push(Finished { id, outcome: Outcome::Completed, steady_tokens: 0 });

@@ -19,10 +19,10 @@ mod prefill_batch;
 mod request;
 
 use crate::args::{ArgsError, EngineArgs, SchedulePolicy, WorkerType};
-use crate::kv::{EventSink, ROOT, RadixCache};
+use crate::kv::{EventSink, KvEvent, ROOT, RadixCache};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
-use crate::sched::contract::{RankSetup, Scheduler};
+use crate::sched::contract::{KvBlocks, RankSetup, Scheduler};
 use crate::sched::output::{Finished, Outcome, PassOutput};
 use crate::sequence::Request;
 use request::SgRequest;
@@ -87,6 +87,8 @@ pub struct SglangCore {
     stalled: bool,
     /// Requests wait for a reservation here (the harness keeps them).
     destinations_pending: bool,
+    /// Fill each pass's forward-pass metrics (a planner reads them).
+    fpm: bool,
     scratch: (Vec<u32>, Vec<u8>),
     out: PassOutput,
 }
@@ -97,7 +99,7 @@ impl SglangCore {
         let sg = args.sglang();
         let cfg = Config {
             page: args.block_size(),
-            pages: args.num_gpu_blocks,
+            pages: args.num_gpu_blocks(),
             max_running: args.max_num_seqs.map_or(usize::MAX, |n| n as usize),
             prefix_caching: args.enable_prefix_caching,
             policy: sg.schedule_policy,
@@ -125,6 +127,7 @@ impl SglangCore {
             arrived: VecDeque::new(),
             stalled: false,
             destinations_pending: false,
+            fpm: false,
             scratch: (Vec::new(), Vec::new()),
             out: PassOutput::default(),
         })
@@ -141,6 +144,24 @@ impl SglangCore {
                 (self.reqs.len() - 1) as u32
             }
         }
+    }
+
+    /// Who waits after the pass was formed: never-started requests by their prompt; retracted
+    /// ones, and transferred ones waiting for a running slot, by their sequence; reservations
+    /// whose KV is on its way by their prompt.
+    fn queued_fpm(&mut self) {
+        let mut m = self.out.fpm;
+        for &s in &self.waiting {
+            let seq = &self.req(s).seq;
+            if seq.generated > 0 { m.queued_decode(seq.len()) } else { m.queued_prefill(seq.prompt_len()) }
+        }
+        for &s in &self.arrived {
+            m.queued_decode(self.req(s).seq.len());
+        }
+        for &s in self.reserved.values() {
+            m.queued_decode(self.req(s).seq.prompt_len());
+        }
+        self.out.fpm = m;
     }
 
     /// Why request `s` can never finish in this pool, if it cannot: its prompt and output
@@ -295,6 +316,9 @@ impl Scheduler for SglangCore {
         } else {
             prefill_batch::run(self, batch);
         }
+        if self.fpm {
+            self.queued_fpm();
+        }
         let (hit, query) = (self.out.metrics.cache_hit_tokens, self.out.metrics.cache_query_tokens);
         self.out.metrics = RankMetrics { cache_hit_tokens: hit, cache_query_tokens: query, ..self.metrics() };
         self.cache.events.drain_into(&mut self.out.kv_events);
@@ -342,6 +366,23 @@ impl Scheduler for SglangCore {
             self.waiting.len(),
             self.retractions_total,
         )
+    }
+
+    fn kv_blocks(&self) -> KvBlocks {
+        let c = &self.cache;
+        KvBlocks { in_use: c.used_pages(), idle: c.evictable_pages(), free: c.free_pages(), cached: c.tree_pages() }
+    }
+
+    fn set_kv_events(&mut self, on: bool) {
+        self.cache.events.enabled = on && self.cfg.prefix_caching && self.cfg.worker_type != WorkerType::Decode;
+    }
+
+    fn set_forward_pass_metrics(&mut self, on: bool) {
+        self.fpm = on;
+    }
+
+    fn take_idle_kv_events(&mut self, into: &mut Vec<KvEvent>) {
+        self.cache.events.drain_into(into);
     }
 
     fn check(&self) -> Result<(), String> {

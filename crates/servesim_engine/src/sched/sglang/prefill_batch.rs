@@ -130,6 +130,11 @@ pub(super) fn run(core: &mut SglangCore, batch: Vec<ExtendChunk>) {
     core.out.duration =
         if core.cfg.worker_type == crate::args::WorkerType::Decode { Default::default() } else { core.timer.prefill(n, isl / n, pre / n) };
     let tokens: u64 = batch.iter().map(|c| c.tokens as u64).sum();
+    if core.fpm {
+        for c in &batch {
+            core.out.fpm.prefill(c.tokens, c.prefix);
+        }
+    }
     core.out.scheduled_tokens += tokens;
     core.out.committed_prefill_tokens += tokens;
 

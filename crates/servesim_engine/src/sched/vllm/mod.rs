@@ -3,18 +3,24 @@
 //! with recompute. The rules found against the reference are listed in `docs/fidelity.md`.
 //! With native KV offload (`engine.native_host_offload`) the connector in `offload/` and the
 //! admission loop in `onboarding.rs` take part; without it none of their code runs.
+//!
+//! TRT-LLM runs the same core under another capacity policy ([`Capacity::NoEvict`], its
+//! `guaranteed_no_evict`): outputs are clamped to what the pool can hold when a request
+//! arrives, a request is admitted only when the pool can take it to completion besides what
+//! the running requests may still take, no prefix hit is given back for recomputation, and
+//! nothing is ever preempted.
 
 mod handoff;
 mod offload;
 mod onboarding;
 
-use crate::args::{ArgsError, EngineArgs, G2Scope, KvManager, PreemptionMode, WorkerType};
+use crate::args::{ArgsError, Backend, EngineArgs, G2Scope, KvManager, PreemptionMode, WorkerType};
 use crate::kv::kvbm::pool::KvbmPool;
 use crate::kv::{BlockPool, EventSink, KvEvent, Pool, SlotId};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
-use crate::sched::contract::{RankSetup, Scheduler};
-use crate::sched::output::{Admission, Finished, Outcome, PassOutput};
+use crate::sched::contract::{KvBlocks, RankSetup, Scheduler};
+use crate::sched::output::{Admission, Finished, ForwardPassMetrics, Outcome, PassOutput};
 use crate::sequence::{Request, Sequence};
 use std::collections::{HashMap, VecDeque};
 
@@ -32,6 +38,19 @@ struct Config {
     preemption: PreemptionMode,
     max_model_len: Option<u32>,
     worker_type: WorkerType,
+    capacity: Capacity,
+}
+
+/// How admission weighs the pool (the reference's scheduling policy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Capacity {
+    /// vLLM: a request needs room for its sequence as it stands; running requests that run
+    /// out of room preempt others.
+    Optimistic,
+    /// TRT-LLM's `guaranteed_no_evict`: a request needs room for its prompt and its whole
+    /// output, besides every running request's remaining blocks to completion; no prefix hit
+    /// is given back for recomputation, and no request is ever preempted.
+    NoEvict,
 }
 
 /// Prefix-cache lookup for a request about to be (re)admitted.
@@ -49,6 +68,8 @@ struct PrefixHit {
 struct Chunk {
     seq: u32,
     tokens: u32,
+    /// The sequence's length when it was scheduled (prompt and tokens generated so far).
+    seq_len: u32,
     /// Prompt tokens present after the chunk, and before it (cached or computed earlier).
     prompt_after: u32,
     prompt_before: u32,
@@ -85,8 +106,13 @@ pub struct VllmCore {
     spare_slots: Vec<SlotId>,
     /// Count steady tokens instead of listing them (see `PassOutput::steady_tokens`).
     steady_tokens: bool,
+    /// Fill each pass's forward-pass metrics (a planner reads them).
+    fpm: bool,
     /// Positions in `running` of requests that finished this pass, ascending.
     done: Vec<u32>,
+    /// Requests admitted this pass with nothing to compute (their whole sequence was
+    /// cached, which only TRT-LLM allows): their first token takes a decode step.
+    whole_hits: Vec<u32>,
     /// A prefill worker's finished prompts, by request id: their KV stays held (allocated
     /// and cache-visible) until the transfer to the decode side is done and the harness
     /// releases it.
@@ -119,7 +145,7 @@ impl VllmCore {
         let cfg = Config {
             block_size: args.block_size(),
             block_shift: args.block_size().is_power_of_two().then(|| args.block_size().trailing_zeros()),
-            num_blocks: args.num_gpu_blocks,
+            num_blocks: args.num_gpu_blocks(),
             max_num_seqs: args.max_num_seqs.map_or(usize::MAX, |n| n as usize),
             budget: args.max_num_batched_tokens.map_or(u64::MAX, u64::from),
             chunked_prefill: args.enable_chunked_prefill,
@@ -127,6 +153,7 @@ impl VllmCore {
             preemption: args.preemption_mode,
             max_model_len: args.max_model_len,
             worker_type: args.worker_type,
+            capacity: if args.backend == Backend::Trtllm { Capacity::NoEvict } else { Capacity::Optimistic },
         };
         // No events without prefix caching, nor from decode workers (Dynamo publishes none).
         let events = setup.emit_events && cfg.prefix_caching && cfg.worker_type != WorkerType::Decode;
@@ -155,7 +182,9 @@ impl VllmCore {
             run_scratch: Vec::new(),
             spare_slots: Vec::new(),
             steady_tokens: false,
+            fpm: false,
             done: Vec::new(),
+            whole_hits: Vec::new(),
             held: HashMap::new(),
             reserved: HashMap::new(),
             destinations_pending: false,
@@ -251,9 +280,14 @@ impl VllmCore {
             }
             let hit = self.prefix_hit(s);
             let len = self.seq(s).len();
-            let needed = self.blocks_for(len) - hit.active_blocks;
-            let available = self.available_blocks();
-            let admitted = needed <= available && matches!(self.schedule(s, Some(&hit), budget, &mut unused), Scheduled::Yes);
+            // Blocks held by running requests are not needed again (hits on blocks merely
+            // cached are: they will be taken from the free pool).
+            let fits = match self.cfg.capacity {
+                Capacity::Optimistic => self.blocks_for(len) - hit.active_blocks <= self.available_blocks(),
+                Capacity::NoEvict => self.to_completion_blocks(s).saturating_sub(hit.active_blocks as u64) <= self.no_evict_headroom(),
+            };
+            let budget_before = *budget;
+            let admitted = fits && matches!(self.schedule(s, Some(&hit), budget, &mut unused), Scheduled::Yes);
             self.spare_slots = hit.slots;
             if admitted {
                 self.waiting.remove(k);
@@ -265,6 +299,14 @@ impl VllmCore {
                 self.out.metrics.cache_hit_tokens += hit.cached_tokens as u64;
                 self.out.metrics.cache_query_tokens += len as u64;
                 self.out.admissions.push(admission);
+                if *budget == budget_before {
+                    // Nothing to compute: its whole sequence was cached (TRT-LLM gives no hit
+                    // back for recomputation). With the budget spent, admission stops here.
+                    self.whole_hits.push(s);
+                    if *budget == 0 {
+                        break;
+                    }
+                }
                 continue;
             }
             // The head blocks everyone behind it while anything runs.
@@ -295,11 +337,58 @@ impl VllmCore {
         {
             return Some(format!("prompt of {} tokens reaches max_model_len {limit}", seq.prompt_len()));
         }
-        let blocks = self.blocks_for(seq.len());
-        if seq.admissions == 0 && blocks > self.cfg.num_blocks {
-            return Some(format!("needs {blocks} KV blocks; the pool has {}", self.cfg.num_blocks));
+        if seq.admissions > 0 {
+            return None;
         }
-        None
+        match self.cfg.capacity {
+            Capacity::Optimistic => {
+                let blocks = self.blocks_for(seq.len());
+                (blocks > self.cfg.num_blocks).then(|| format!("needs {blocks} KV blocks; the pool has {}", self.cfg.num_blocks))
+            }
+            Capacity::NoEvict => {
+                // Only a prompt that fills the pool by itself gets here (outputs are clamped
+                // on arrival).
+                let blocks = self.to_completion_blocks(s);
+                (blocks > self.cfg.num_blocks as u64)
+                    .then(|| format!("needs {blocks} KV blocks to completion; the pool has {}", self.cfg.num_blocks))
+            }
+        }
+    }
+
+    /// Blocks `s` holds once it has its prompt and its whole output (TRT-LLM's reservation).
+    fn to_completion_blocks(&self, s: u32) -> u64 {
+        let seq = self.seq(s);
+        (seq.prompt_len() as u64 + seq.max_output as u64).div_ceil(self.cfg.block_size as u64)
+    }
+
+    /// Free blocks (cached ones count as free) left once every running request has the
+    /// blocks it may still take to completion: what a waiting request may claim under
+    /// TRT-LLM's guaranteed-no-evict (negative as 0).
+    fn no_evict_headroom(&self) -> u64 {
+        self.no_evict_balance().max(0) as u64
+    }
+
+    fn no_evict_balance(&self) -> i64 {
+        let free = (self.cfg.num_blocks - self.pool.active()) as i64;
+        let promised: u64 =
+            self.running.iter().map(|&r| self.to_completion_blocks(r).saturating_sub(self.seq(r).blocks.len() as u64)).sum();
+        free - promised as i64
+    }
+
+    /// TRT-LLM's enqueue rule: the output is cut to what the pool can hold after the prompt
+    /// (and to `max_model_len`); a prompt that fills the pool by itself is left as it is, to
+    /// be rejected at admission.
+    fn clamp_output(&self, seq: &mut Sequence) {
+        let prompt = seq.prompt_len() as u64;
+        let mut out = seq.max_output as u64;
+        if let Some(limit) = self.cfg.max_model_len {
+            out = out.min((limit as u64).saturating_sub(prompt));
+        }
+        let capacity = self.cfg.num_blocks as u64 * self.cfg.block_size as u64;
+        if prompt < capacity {
+            out = out.min(capacity - prompt);
+        }
+        seq.max_output = out as u32;
     }
 
     fn unschedulable_reason(&self, s: u32) -> String {
@@ -312,8 +401,8 @@ impl VllmCore {
         }
     }
 
-    /// Longest run of cache-visible full blocks from the start, capped so that at least the
-    /// last block is recomputed when the request still needs logits.
+    /// Longest run of cache-visible full blocks from the start, capped (vLLM) so that at least
+    /// the last block is recomputed when the request still needs logits.
     fn prefix_hit(&mut self, s: u32) -> PrefixHit {
         if !self.cfg.prefix_caching {
             return PrefixHit::default();
@@ -323,7 +412,7 @@ impl VllmCore {
         let seq = self.seqs[s as usize].as_mut().expect("live sequence");
         let len = seq.len();
         let mut max_blocks = len / bs;
-        if !(seq.generation_done() || seq.prefilled && seq.admissions == 0) {
+        if self.cfg.capacity == Capacity::Optimistic && !(seq.generation_done() || seq.prefilled && seq.admissions == 0) {
             max_blocks = max_blocks.min(len.saturating_sub(1) / bs);
         }
         // The slot list's buffer is reused from one admission to the next.
@@ -362,7 +451,8 @@ impl VllmCore {
             return false;
         }
         seq.num_computed += 1;
-        self.chunks.push(Chunk { seq: s, tokens: 1, prompt_after: prompt_len, prompt_before: prompt_len });
+        let seq_len = seq.len();
+        self.chunks.push(Chunk { seq: s, tokens: 1, seq_len, prompt_after: prompt_len, prompt_before: prompt_len });
         self.out.scheduled_tokens += 1;
         *budget -= 1;
         true
@@ -414,7 +504,8 @@ impl VllmCore {
                     }
                     break;
                 }
-                if from_waiting {
+                if from_waiting || self.cfg.capacity == Capacity::NoEvict {
+                    // No preemption under TRT-LLM (its admission makes this unreachable).
                     return Scheduled::Blocked;
                 }
                 let victim = match self.cfg.preemption {
@@ -436,7 +527,8 @@ impl VllmCore {
         }
         seq.num_computed = before + desired;
         self.make_visible(s, full);
-        let chunk = Chunk { seq: s, tokens: desired, prompt_after: (before + desired).min(prompt_len), prompt_before };
+        let seq_len = self.seq(s).len();
+        let chunk = Chunk { seq: s, tokens: desired, seq_len, prompt_after: (before + desired).min(prompt_len), prompt_before };
         if chunk.has_prompt() {
             self.out.committed_prefill_tokens += desired as u64;
         }
@@ -535,6 +627,30 @@ impl VllmCore {
             && (o.g3_epoch() != self.g3_epoch_before || o.next_deadline().is_some_and(|d| d <= o.now));
     }
 
+    /// The pass as scheduled: its prefill chunks and decodes, and who waits (never admitted:
+    /// their prompt; preempted: their sequence; transferred here: their prompt).
+    fn forward_pass_metrics(&self) -> ForwardPassMetrics {
+        let mut m = ForwardPassMetrics::default();
+        for c in &self.chunks {
+            if c.has_prompt() {
+                m.prefill(c.tokens, c.prompt_before);
+            } else {
+                m.decode(c.seq_len);
+            }
+        }
+        for &s in &self.waiting {
+            let seq = self.seq(s);
+            if seq.prefilled {
+                m.queued_decode(seq.prompt_len());
+            } else if seq.admissions > 0 {
+                m.queued_decode(seq.len());
+            } else {
+                m.queued_prefill(seq.prompt_len());
+            }
+        }
+        m
+    }
+
     /// Times the pass (its tokens are emitted by then, `batch` requests with `context` tokens
     /// decoding) and retires the finished requests.
     fn finish_pass(&mut self, batch: u64, context: u64) {
@@ -590,8 +706,11 @@ impl VllmCore {
             let seq = self.seqs[s as usize].as_mut().expect("live sequence");
             let mut emitted = false;
             if seq.fully_computed() {
-                // A request decodes once it has a token, or at once if its prompt was transferred.
-                if (seq.generated > 0 || seq.prefilled) && !seq.generation_done() {
+                // A request decodes once it has a token, or at once if its prompt was transferred
+                // or wholly cached.
+                if (seq.generated > 0 || seq.prefilled || !self.whole_hits.is_empty() && self.whole_hits.contains(&s))
+                    && !seq.generation_done()
+                {
                     batch += 1;
                     context += seq.len() as u64;
                 }
@@ -640,6 +759,9 @@ impl VllmCore {
 impl Scheduler for VllmCore {
     fn submit(&mut self, req: Request) {
         let mut seq = Sequence::new(req);
+        if self.cfg.capacity == Capacity::NoEvict {
+            self.clamp_output(&mut seq);
+        }
         seq.order = self.next_order();
         let slot = self.new_slot(seq);
         self.waiting.push_back(slot);
@@ -652,6 +774,7 @@ impl Scheduler for VllmCore {
         if let Some(o) = &self.offload {
             self.g3_epoch_before = o.g3_epoch();
         }
+        self.whole_hits.clear();
         let mut budget = self.cfg.budget;
         let mut preempted = false;
 
@@ -689,6 +812,9 @@ impl Scheduler for VllmCore {
         }
         if self.offload.is_some() {
             self.offer_stores();
+        }
+        if self.fpm {
+            self.out.fpm = self.forward_pass_metrics();
         }
 
         let (admitted_batch, admitted_context) = self.emit_tokens(admitted_from);
@@ -754,6 +880,10 @@ impl Scheduler for VllmCore {
         Some(self.pool.cached_hashes())
     }
 
+    fn take_idle_kv_events(&mut self, into: &mut Vec<KvEvent>) {
+        self.pool.events().drain_into(into);
+    }
+
     fn check(&self) -> Result<(), String> {
         self.pool.check()?;
         let waiting_held: usize = self.waiting.iter().map(|&s| self.seq(s).blocks.len()).sum();
@@ -773,7 +903,29 @@ impl Scheduler for VllmCore {
         if held < self.pool.active() as usize {
             return Err(format!("requests hold {held} blocks but {} are active", self.pool.active()));
         }
+        if self.cfg.capacity == Capacity::NoEvict {
+            if self.preemptions_total > 0 {
+                return Err("a request was preempted under guaranteed_no_evict".into());
+            }
+            let balance = self.no_evict_balance();
+            if balance < 0 {
+                return Err(format!("running requests may need {} blocks more than the pool has free", -balance));
+            }
+        }
         Ok(())
+    }
+
+    fn kv_blocks(&self) -> KvBlocks {
+        KvBlocks { in_use: self.pool.active(), idle: self.pool.idle(), free: self.pool.free(), cached: self.pool.cached_count() }
+    }
+
+    fn set_kv_events(&mut self, on: bool) {
+        let events = self.pool.events();
+        events.enabled = on && self.cfg.prefix_caching && self.cfg.worker_type != WorkerType::Decode;
+    }
+
+    fn set_forward_pass_metrics(&mut self, on: bool) {
+        self.fpm = on;
     }
 
     fn set_steady_tokens(&mut self, on: bool) {

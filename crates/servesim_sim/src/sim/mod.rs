@@ -1,14 +1,20 @@
 //! The discrete-event loop: one virtual clock; engine passes, KV transfers and arrivals as
 //! events. At each timestamp, pass completions are applied first (their KV events reach the
-//! router), then finished transfers, then arrivals are routed; then every idle worker with
-//! work starts its next pass. A pass's effects are stamped at its end, so an arrival exactly
-//! at a pass end joins the next pass.
+//! router), then finished transfers, then workers that finished starting become ready, then
+//! arrivals are routed; then every idle worker with work starts its next pass; then drained
+//! workers go, and last a planner tick scales the pools (`scaling.rs`). A pass's effects are
+//! stamped at its end, so an arrival exactly at a pass end joins the next pass.
+
+mod scaling;
 
 use crate::SimError;
-use crate::cluster::fleet::{Fleet, Pool, Rank, Role, Worker};
+use crate::cluster::fleet::{Fleet, Pool, Rank, Role, Worker, WorkerState};
 use crate::cluster::handoff::{Decision, Handoff, prompt_hashes};
+use crate::cluster::router::UNBOUNDED_BATCH_TOKENS;
 use crate::cluster::{RouteQuery, Router, RouterConfig};
+use crate::planner::Planner;
 use crate::queue::{EventKind, EventQueue};
+use crate::report::events::{EventSink, Place, SimEvent};
 use crate::report::timeseries::Recorder;
 use crate::report::{Collector, Column, RunReport, Status};
 use crate::scenario::SimConfig;
@@ -16,6 +22,7 @@ use crate::workload::Workload;
 use crate::workload::driver::{Driver, Load};
 use servesim_engine::hash::mix64;
 use servesim_engine::kv::offload::Tiers;
+use servesim_engine::kv::{KvEvent, KvEventData, KvTier};
 use servesim_engine::perf::duration_ms;
 use servesim_engine::{Engine, LaunchConfig, Outcome, PassOutput, RankSetup, WorkerType};
 use std::time::Duration;
@@ -46,12 +53,24 @@ pub struct Simulation {
     /// Native KV offload: each pool's shared tiers (None when no engine offloads; then the
     /// event loop is the one without transfer deadlines).
     offload: Option<Vec<Tiers>>,
+    /// Engines count steady tokens (off when a run may be cut off).
+    steady_tokens: bool,
+    /// Scaling during the run (a planner or a script), and workers about to become ready
+    /// (time, worker), in time order.
+    planner: Option<Planner>,
+    starting: Vec<(f64, usize)>,
+    /// Where the event stream goes, when one is recorded.
+    event_sink: Option<Box<dyn EventSink>>,
 }
 
 impl Simulation {
     pub fn new(cfg: &SimConfig, mut workload: Workload) -> Result<Self, SimError> {
         cfg.validate()?;
         let offload = cfg.engines().iter().any(|e| e.native_host_offload.is_some());
+        if offload && cfg.scaling.is_some() {
+            // The tiers are sized for the pool's first workers; growing it is not modelled.
+            return Err(SimError::new("engine.native_host_offload: a planner or scripted scaling with native offload is not supported"));
+        }
         if offload {
             workload.intern_ids();
         }
@@ -78,9 +97,13 @@ impl Simulation {
             cut_off: false,
             columns: Column::DEFAULT.to_vec(),
             offload: offload.then(Vec::new),
+            steady_tokens: cfg.max_sim_time_ms.is_none(),
+            planner: cfg.scaling.clone().map(Planner::new),
+            starting: Vec::new(),
+            event_sink: None,
             workload,
         };
-        sim.collector.sla = cfg.sla;
+        sim.collector.slo = cfg.slo;
         match &cfg.disagg {
             None => sim.add_pool(cfg, Role::Aggregated, &cfg.launch, cfg.num_workers, cfg.router_config.clone())?,
             Some(d) => {
@@ -94,17 +117,21 @@ impl Simulation {
         }
         let gpus = &mut sim.collector.fleet;
         match &cfg.disagg {
-            None => gpus.decode_gpus_per_worker = cfg.launch.gpus_per_worker(),
+            None => {
+                gpus.decode_gpus_per_worker = cfg.launch.gpus_per_worker();
+                gpus.total_gpus = cfg.num_workers * gpus.decode_gpus_per_worker;
+            }
             Some(d) => {
-                (gpus.prefill_gpus_per_worker, gpus.decode_gpus_per_worker) = (d.prefill.gpus_per_worker(), d.decode.gpus_per_worker())
+                (gpus.prefill_gpus_per_worker, gpus.decode_gpus_per_worker) = (d.prefill.gpus_per_worker(), d.decode.gpus_per_worker());
+                gpus.total_gpus = d.num_prefill_workers * gpus.prefill_gpus_per_worker + d.num_decode_workers * gpus.decode_gpus_per_worker;
             }
         }
         if cfg.max_sim_time_ms.is_some() {
             // Requests still running at the cut-off must leave no trace in the distributions:
             // every token is listed with its request, and gaps count once it completes.
             sim.collector.defer_gaps();
-            sim = sim.with_steady_tokens(false);
         }
+        sim.init_planner();
         Ok(sim)
     }
 
@@ -117,57 +144,89 @@ impl Simulation {
         router_cfg: RouterConfig,
     ) -> Result<(), SimError> {
         let fleet = &mut self.fleet;
-        let first_rank = fleet.ranks.len();
-        let targets = (workers * launch.dp_size) as usize;
-        let pool_index = fleet.pools.len();
+        let pool = fleet.pools.len();
+        let dp = launch.dp_size as usize;
         // Each pool draws its routing ties from its own stream of the scenario's seed.
-        let router = Router::new(cfg.router_mode, router_cfg, targets, launch.engine.block_size(), mix64(cfg.seed ^ pool_index as u64))
+        let seed = mix64(cfg.seed ^ pool as u64);
+        let mut router = Router::new(cfg.router_mode, router_cfg, workers as usize, dp, launch.engine.block_size(), seed)
             .with_event_lag(cfg.kv_event_lag_ms);
-        let profile = cfg.profiles.get(&launch.engine);
+        if role != Role::Aggregated {
+            router = router.rotating_ranks();
+        }
+        if role == Role::Decode {
+            // A disaggregated decode pool's KV events do not reach its router: it places by load.
+            router = router.without_kv_events();
+        }
         let tiers = Tiers::for_pool(&launch.engine, workers);
         if let Some(all) = &mut self.offload {
             all.push(tiers.clone());
         }
-        for w in 0..workers {
-            let group = fleet.workers.len();
-            let start = fleet.ranks.len();
-            for dp in 0..launch.dp_size {
-                let setup = RankSetup {
-                    dp_rank: dp,
-                    dp_size: launch.dp_size,
-                    emit_events: router.wants_kv_events(),
-                    profile: profile.clone(),
-                    worker: w,
-                    tiers: tiers.clone(),
-                };
-                let mut engine = Engine::new(&launch.engine, &setup)?;
-                engine.set_steady_tokens(true);
-                fleet.ranks.push(Rank {
-                    engine,
-                    pool: pool_index,
-                    worker: w,
-                    group,
-                    stepped: false,
-                    pending: PassOutput::default(),
-                    last_pass_end_ms: 0.0,
-                    idle_pass: false,
-                });
-                self.recorder.add_rank(role.name(), w, dp);
-            }
-            fleet.workers.push(Worker { ranks: start..fleet.ranks.len(), busy: false });
-        }
         fleet.pools.push(Pool {
             role,
             router,
-            first_rank,
-            workers: workers as usize,
-            dp_size: launch.dp_size as usize,
+            workers: Vec::new(),
+            target_rank: vec![usize::MAX; workers as usize * dp],
+            dp_size: dp,
             block_size: launch.engine.block_size(),
-            max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(u64::MAX, u64::from),
-            args: launch.engine.clone(),
+            max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(UNBOUNDED_BATCH_TOKENS, u64::from),
+            launch: launch.clone(),
+            profile: cfg.profiles.get(&launch.engine),
+            startup_ms: launch.startup_time.unwrap_or(0.0) * 1000.0,
             queued: Default::default(),
+            tiers,
         });
+        for w in 0..workers as usize {
+            // Initial targets are rank-major: rank d of worker w is target d × workers + w.
+            let targets = (0..dp).map(|d| d * workers as usize + w).collect();
+            self.spawn_worker(pool, targets, WorkerState::Active)?;
+        }
         Ok(())
+    }
+
+    /// Builds a worker of `pool` (its engines, one per DP rank, on `targets`) in `state`;
+    /// returns its global index.
+    fn spawn_worker(&mut self, pool: usize, targets: Vec<usize>, state: WorkerState) -> Result<usize, SimError> {
+        let fleet = &mut self.fleet;
+        let p = &fleet.pools[pool];
+        let id = p.workers.len() as u32;
+        let (role, launch, profile, emit_events, tiers) =
+            (p.role, p.launch.clone(), p.profile.clone(), p.router.wants_kv_events(), p.tiers.clone());
+        let group = fleet.workers.len();
+        let start = fleet.ranks.len();
+        for (dp, &target) in targets.iter().enumerate() {
+            let setup = RankSetup {
+                dp_rank: dp as u32,
+                dp_size: launch.dp_size,
+                emit_events,
+                profile: profile.clone(),
+                worker: id,
+                tiers: tiers.clone(),
+            };
+            let mut engine = Engine::new(&launch.engine, &setup)?;
+            engine.set_steady_tokens(self.steady_tokens);
+            engine.set_forward_pass_metrics(self.planner.is_some());
+            fleet.ranks.push(Rank {
+                engine,
+                pool,
+                worker: id,
+                dp_rank: dp as u32,
+                group,
+                stepped: false,
+                pending: PassOutput::default(),
+                last_pass_end_ms: 0.0,
+                started_ms: 0.0,
+                idle_pass: false,
+                target,
+            });
+            fleet.pools[pool].target_rank[target] = fleet.ranks.len() - 1;
+            self.recorder.add_rank(role.name(), id, dp as u32);
+        }
+        fleet.workers.push(Worker { ranks: start..fleet.ranks.len(), busy: false, pool, id, state });
+        fleet.pools[pool].workers.push(group);
+        if let Some(h) = &mut self.handoff {
+            h.add_ranks(fleet.ranks.len());
+        }
+        Ok(group)
     }
 
     /// Checks invariants after every pass — blocks balance in every rank (every 64th pass
@@ -185,13 +244,67 @@ impl Simulation {
         self
     }
 
+    /// Automatic time-series windows: recorded in windows of `fine_ms`, merged at the end
+    /// into at most `target` round windows over what ran (see `report::timeseries`).
+    pub fn with_auto_windows(mut self, fine_ms: f64, target: usize) -> Self {
+        self.recorder.set_auto(fine_ms, target);
+        self
+    }
+
     /// Whether engines count their steady tokens instead of listing them (on by default;
     /// the records come out the same either way, which tests check).
     pub fn with_steady_tokens(mut self, on: bool) -> Self {
+        self.steady_tokens = on;
         for rank in &mut self.fleet.ranks {
             rank.engine.set_steady_tokens(on);
         }
         self
+    }
+
+    /// Records the run's event stream into `sink` (engines then publish KV events even if no
+    /// router reads them, and the KV router keeps its per-target costs).
+    pub fn with_events(mut self, sink: Box<dyn EventSink>) -> Self {
+        for rank in &mut self.fleet.ranks {
+            rank.engine.set_kv_events(true);
+        }
+        for p in &mut self.fleet.pools {
+            p.router.set_trace(true);
+        }
+        self.fleet.idle_events = Some(Vec::new());
+        self.event_sink = Some(sink);
+        self
+    }
+
+    /// Takes the event sink back (at the end of a run: its writer, its error).
+    pub fn take_events(&mut self) -> Option<Box<dyn EventSink>> {
+        self.event_sink.take()
+    }
+
+    fn emit(&mut self, t: f64, e: SimEvent<'_>) {
+        self.flush_idle_events();
+        if let Some(sink) = &mut self.event_sink {
+            sink.record(t, &e);
+        }
+    }
+
+    /// KV events published between passes (released prompts) go into the stream when they
+    /// happened, before whatever is recorded next.
+    fn flush_idle_events(&mut self) {
+        let Some(log) = self.fleet.idle_events.as_mut().filter(|l| !l.is_empty()) else { return };
+        let log = std::mem::take(log);
+        for (r, e) in &log {
+            let event = kv_event(self.place_of(*r), e);
+            if let Some(sink) = &mut self.event_sink {
+                sink.record(self.now_ms, &event);
+            }
+        }
+    }
+
+    /// (pool name, worker id, DP rank) of rank `r`.
+    fn place_of(&self, r: usize) -> Place {
+        let rank = &self.fleet.ranks[r];
+        let worker = &self.fleet.workers[rank.group];
+        Place { pool: self.fleet.pools[rank.pool].role.name(), worker: worker.id, dp_rank: rank.dp_rank }
     }
 
     /// Which per-request columns the report writes (the conformance cases' five by default).
@@ -212,7 +325,13 @@ impl Simulation {
     }
 
     pub fn is_done(&self) -> bool {
-        self.cut_off || self.driver.is_drained() && self.events.is_empty() && !(self.offload.is_some() && self.transfers_pending())
+        self.cut_off || self.quiescent()
+    }
+
+    /// No request work is left: every arrival has come and nothing runs or moves. Workers
+    /// about to become ready and planner ticks do not keep a run going.
+    fn quiescent(&self) -> bool {
+        self.driver.is_drained() && self.events.is_empty() && !(self.offload.is_some() && self.transfers_pending())
     }
 
     /// Runs to the end.
@@ -253,6 +372,8 @@ impl Simulation {
                 (None, Some(a)) => a,
                 (Some(e), Some(a)) => e.min(a),
             };
+            // While work is left, workers becoming ready and planner ticks are visited too.
+            let t = t.min(self.next_lifecycle_ms());
             if self.max_sim_time_ms.is_some_and(|cap| t > cap) {
                 self.cut_off = true;
                 return true;
@@ -272,6 +393,7 @@ impl Simulation {
                     EventKind::TransferDone { request, rank } => self.transfer_done(request, rank as usize, t),
                 }
             }
+            self.workers_ready(t);
             // Disaggregated serving: ranks whose pass just ended start their next one before
             // the arrivals of this instant are routed (an arrival exactly at a prefill pass end
             // waits a pass there; aggregated, it joins). Measured on the reference.
@@ -282,6 +404,10 @@ impl Simulation {
                 self.start_passes(t);
                 self.route_arrivals(t);
                 self.start_passes(t);
+            }
+            if self.planner.is_some() {
+                self.settle_drains(t);
+                self.planner_tick(t);
             }
         }
         self.is_done()
@@ -315,7 +441,8 @@ impl Simulation {
             return;
         }
         for p in &self.fleet.pools {
-            let ws = p.workers as f64 * dt / 1000.0;
+            let live = p.workers.iter().filter(|&&w| self.fleet.workers[w].live()).count();
+            let ws = live as f64 * dt / 1000.0;
             match p.role {
                 Role::Prefill => self.collector.fleet.prefill_worker_seconds += ws,
                 Role::Aggregated | Role::Decode => self.collector.fleet.decode_worker_seconds += ws,
@@ -327,18 +454,28 @@ impl Simulation {
     fn route_arrivals(&mut self, t: f64) {
         while let Some((i, at)) = self.driver.pop_ready(t, &mut self.workload) {
             self.collector.arrive(i, at, self.workload.input_length(i as usize));
+            if self.event_sink.is_some() {
+                let (input_tokens, output_tokens) = (self.workload.input_length(i as usize), self.workload.rows[i as usize].output_length);
+                self.emit(t, SimEvent::Arrived { request: i, input_tokens, output_tokens });
+            }
             if let Some(h) = &mut self.handoff
                 && h.on_arrival(i, t, &mut self.fleet, &self.workload)
             {
                 self.apply_decisions();
                 continue;
             }
-            let p = &mut self.fleet.pools[Fleet::ENTRY];
-            if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
-                p.queued.push_back(i);
-            } else {
-                self.route(Fleet::ENTRY, i);
-            }
+            self.admit(Fleet::ENTRY, i);
+        }
+    }
+
+    /// Request `i` comes to `pool`'s router: routed now, or queued while every target is
+    /// busy or others wait before it.
+    fn admit(&mut self, pool: usize, i: u32) {
+        let p = &self.fleet.pools[pool];
+        if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
+            self.enqueue(pool, i);
+        } else {
+            self.route(pool, i, None);
         }
     }
 
@@ -378,6 +515,7 @@ impl Simulation {
     /// Ends the run (early, if it is not done: unfinished requests stay pending).
     pub fn finish(mut self) -> RunReport {
         self.settle_open_streaks();
+        self.flush_idle_events();
         if self.checks && self.is_done() && !self.cut_off {
             let lost: Vec<usize> =
                 self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
@@ -388,33 +526,82 @@ impl Simulation {
             self.collector.offload = Some(crate::report::OffloadReport { g3, g2 });
         }
         let block_size = self.fleet.pools[Fleet::ENTRY].block_size;
-        RunReport { collector: self.collector, timeseries: self.recorder.finish(), columns: self.columns, block_size }
+        let scaling = self.planner.map(|p| p.record);
+        RunReport {
+            collector: self.collector,
+            timeseries: self.recorder.finish(),
+            columns: self.columns,
+            block_size,
+            scaling,
+            config: None,
+        }
+    }
+
+    /// Request `i` waits in `pool`'s router queue, with the overlaps its router sees now.
+    fn enqueue(&mut self, pool: usize, i: u32) {
+        let req = self.workload.request(i as usize, i as u64);
+        let p = &mut self.fleet.pools[pool];
+        let hashes = if p.router.is_kv_aware() { prompt_hashes(&req, p.block_size, &mut self.scratch) } else { Vec::new() };
+        let query = RouteQuery { id: i as u64, now_ms: self.now_ms, prompt_tokens: req.prompt.len(), block_hashes: &hashes };
+        let overlaps = if p.router.is_kv_aware() { p.router.overlaps(&query) } else { Vec::new() };
+        p.queued.push_back((i, overlaps));
     }
 
     /// Sends request `i` to a rank of `pool`: prompt work for the aggregated and prefill
     /// pools (the prefill pool computes the prompt and hands over, so it asks for 1 token).
-    fn route(&mut self, pool: usize, i: u32) {
+    /// A request leaving the router's queue brings the overlaps seen at its arrival.
+    fn route(&mut self, pool: usize, i: u32, queued_overlaps: Option<&[u32]>) {
         let mut req = self.workload.request(i as usize, i as u64);
         let p = &mut self.fleet.pools[pool];
-        let (hashes, full) = if p.router.is_kv_aware() { prompt_hashes(&req, p.block_size, &mut self.scratch) } else { (Vec::new(), 0) };
-        let query =
-            RouteQuery { id: i as u64, now_ms: self.now_ms, prompt_tokens: req.prompt.len(), block_hashes: &hashes, full_blocks: full };
-        let placement = p.router.route(&query);
+        let hashes = if p.router.is_kv_aware() { prompt_hashes(&req, p.block_size, &mut self.scratch) } else { Vec::new() };
+        let query = RouteQuery { id: i as u64, now_ms: self.now_ms, prompt_tokens: req.prompt.len(), block_hashes: &hashes };
+        let placement = match queued_overlaps {
+            Some(overlaps) => p.router.route_with(&query, overlaps),
+            None => p.router.route(&query),
+        };
         let rank = p.rank_of(placement.target);
-        self.collector.records[i as usize].router_overlap_blocks = placement.overlap_blocks;
+        // The report's overlap is that of the request's first routing decision, as the
+        // reference's: SGLang's hand-off routes the decode side first, which sees no KV
+        // events, so its requests report none.
+        let decode_routed_first = p.role == Role::Prefill && self.handoff.as_ref().is_some_and(|h| h.destination_first());
+        if !decode_routed_first {
+            self.collector.records[i as usize].router_overlap_blocks = placement.overlap_blocks;
+        }
         if p.role == Role::Prefill {
             req.max_output = 1;
             if let Some(h) = &mut self.handoff {
                 h.prefill_routed(i, rank);
             }
         } else {
-            self.collector.records[i as usize].worker = self.fleet.ranks[rank].worker;
+            self.place(i, rank);
         }
         self.fleet.ranks[rank].engine.submit(req);
+        if self.event_sink.is_some() {
+            self.flush_idle_events();
+            let at = self.place_of(rank);
+            let (costs, overlap_blocks) = match self.fleet.pools[pool].router.last_decision() {
+                Some((c, o)) => (Some(c), Some(o)),
+                None => (None, None),
+            };
+            let event = SimEvent::Routed { request: i, at, costs, overlap_blocks };
+            if let Some(sink) = &mut self.event_sink {
+                sink.record(self.now_ms, &event);
+            }
+        }
+    }
+
+    /// Request `i` is served (decodes) on rank `rank`: the report's worker and DP rank.
+    fn place(&mut self, i: u32, rank: usize) {
+        let (record, rank) = (&mut self.collector.records[i as usize], &self.fleet.ranks[rank]);
+        (record.worker, record.dp_rank) = (rank.worker, rank.dp_rank);
     }
 
     /// A prompt's KV reached its decode rank.
     fn transfer_done(&mut self, i: u32, rank: usize, t: f64) {
+        if self.event_sink.is_some() {
+            let at = self.place_of(rank);
+            self.emit(t, SimEvent::TransferEnd { request: i, at });
+        }
         let h = self.handoff.as_mut().expect("transfers happen only in disaggregated serving");
         h.transfer_done(i, rank, t, &mut self.fleet, &self.workload);
         self.apply_decisions();
@@ -427,11 +614,15 @@ impl Simulation {
         let decisions: Vec<Decision> = h.take_decisions().collect();
         for d in decisions {
             match d {
-                Decision::Prefill(i) => self.route(prefill_pool, i),
+                Decision::Prefill(i) => self.admit(prefill_pool, i),
                 Decision::Transfer { request, rank, at_ms } => {
-                    self.events.push(at_ms, EventKind::TransferDone { request, rank: rank as u32 })
+                    self.events.push(at_ms, EventKind::TransferDone { request, rank: rank as u32 });
+                    if self.event_sink.is_some() {
+                        let at = self.place_of(rank);
+                        self.emit(self.now_ms, SimEvent::TransferStart { request, at, ms: at_ms - self.now_ms });
+                    }
                 }
-                Decision::Activated { request, rank } => self.collector.records[request as usize].worker = self.fleet.ranks[rank].worker,
+                Decision::Activated { request, rank } => self.place(request, rank),
                 Decision::Fail { request, reason } => self.finish_request(request, Status::Rejected, Some(reason)),
             }
         }
@@ -472,6 +663,9 @@ impl Simulation {
             }
         }
         self.fleet.workers[w].busy = true;
+        for r in self.fleet.workers[w].ranks.clone() {
+            self.fleet.ranks[r].started_ms = now;
+        }
         self.events.push(now + duration_ms(longest), EventKind::PassEnd { worker: w as u32 });
     }
 
@@ -526,6 +720,12 @@ impl Simulation {
                 self.apply_rank_pass(r, t);
             }
         }
+        if self.handoff.is_some() {
+            // The releases' KV events reach the router after the pass's own.
+            for r in self.fleet.workers[w].ranks.clone() {
+                self.fleet.publish_idle_events(r, t);
+            }
+        }
         for r in self.fleet.workers[w].ranks.clone() {
             if let Some(h) = &mut self.handoff {
                 h.at_boundary(r, t, &mut self.fleet, &self.workload);
@@ -547,10 +747,20 @@ impl Simulation {
         }
         let pool = self.fleet.ranks[r].pool;
         let role = self.fleet.pools[pool].role;
-        let target = self.fleet.pools[pool].target_of(r);
+        let target = self.fleet.ranks[r].target;
         self.recorder.rank_metrics(r, t, &out.metrics);
+        if self.event_sink.is_some() {
+            self.record_pass(r, &out, t);
+        }
         self.fleet.pools[pool].router.apply_events(target, &out.kv_events, t);
+        if self.planner.is_some() {
+            self.publish_fpm(r, out.fpm, t);
+        }
         self.collector.committed_prefill_tokens += out.committed_prefill_tokens;
+        match self.fleet.pools[pool].args().backend {
+            servesim_engine::Backend::Sglang => self.collector.retractions += out.preempted.len() as u64,
+            _ => self.collector.preemptions += out.preempted.len() as u64,
+        }
         for a in &out.admissions {
             self.collector.admit(a.id as u32, a.reused_tokens, role == Role::Decode, a.readmission);
             if let Some(host) = a.host_reused_tokens {
@@ -559,7 +769,7 @@ impl Simulation {
         }
         let prev_end = std::mem::replace(&mut self.fleet.ranks[r].last_pass_end_ms, t);
         if role != Role::Prefill {
-            self.record_tokens(&out, pool, t, prev_end);
+            self.record_tokens(&out, r, pool, t, prev_end);
         }
         for f in &out.finished {
             let i = f.id as u32;
@@ -570,9 +780,9 @@ impl Simulation {
                 self.collector.steady_tokens(i, f.steady_tokens, last);
             }
             self.fleet.pools[pool].router.free(f.id);
-            if role == Role::Aggregated && self.fleet.pools[pool].args.worker_type == WorkerType::Prefill {
+            if role == Role::Aggregated && self.fleet.pools[pool].args().worker_type == WorkerType::Prefill {
                 // A prefill-type engine outside a disaggregated pool: nothing takes its KV.
-                self.fleet.ranks[r].engine.release_source(f.id);
+                self.fleet.release_source(r, f.id, t);
             }
             match (&f.outcome, role) {
                 (Outcome::Completed, Role::Prefill) => {
@@ -592,14 +802,14 @@ impl Simulation {
         while !self.fleet.pools[pool].queued.is_empty()
             && !self.fleet.pools[pool].router.all_busy(self.fleet.pools[pool].max_num_batched_tokens)
         {
-            let i = self.fleet.pools[pool].queued.pop_front().expect("non-empty");
-            self.route(pool, i);
+            let (i, overlaps) = self.fleet.pools[pool].queued.pop_front().expect("non-empty");
+            self.route(pool, i, Some(&overlaps));
         }
     }
 
     /// A pass's emitted tokens: first tokens (TTFT, and the router's prefill charge ends),
     /// inter-token gaps (folded in runs: requests decoding pass after pass share their gap).
-    fn record_tokens(&mut self, out: &PassOutput, pool: usize, t: f64, prev_end: f64) {
+    fn record_tokens(&mut self, out: &PassOutput, r: usize, pool: usize, t: f64, prev_end: f64) {
         self.recorder.tokens(t, out.tokens.len() as u64 + out.steady_tokens);
         // Steady tokens (see `PassOutput::steady_tokens`) all have the gap since this
         // rank's previous pass end; their records are settled when their streak ends.
@@ -615,6 +825,10 @@ impl Simulation {
             if let Some(ttft) = ttft {
                 self.recorder.first_token(t, ttft);
                 self.fleet.pools[pool].router.prefill_done(id);
+                if self.event_sink.is_some() {
+                    let at = self.place_of(r);
+                    self.emit(t, SimEvent::FirstToken { request: id as u32, at, ttft_ms: ttft });
+                }
             }
             let Some(gap) = gap else { continue };
             if self.collector.gaps_deferred() {
@@ -636,6 +850,40 @@ impl Simulation {
         }
     }
 
+    /// The event stream's view of rank `r`'s pass ending at `t`: what the engine published (KV
+    /// events) and did (admissions, preemptions or retractions), then the pass itself with the
+    /// KV pool as it left it.
+    fn record_pass(&mut self, r: usize, out: &PassOutput, t: f64) {
+        self.flush_idle_events();
+        let at = self.place_of(r);
+        let start_ms = self.fleet.ranks[r].started_ms;
+        let pass = SimEvent::Pass {
+            at,
+            start_ms,
+            duration_ms: t - start_ms,
+            prefill_tokens: out.committed_prefill_tokens,
+            decode_tokens: out.tokens.len() as u64 + out.steady_tokens,
+            batch: out.metrics.running_requests,
+            waiting: out.metrics.waiting_requests,
+            blocks: self.fleet.ranks[r].engine.kv_blocks(),
+        };
+        let sglang = self.fleet.pools[self.fleet.ranks[r].pool].args().backend == servesim_engine::Backend::Sglang;
+        let Some(sink) = &mut self.event_sink else { return };
+        for e in &out.kv_events {
+            sink.record(t, &kv_event(at, e));
+        }
+        for a in &out.admissions {
+            let event = SimEvent::Admitted { request: a.id as u32, at, cached_tokens: a.reused_tokens, readmission: a.readmission };
+            sink.record(t, &event);
+        }
+        for &id in &out.preempted {
+            let request = id as u32;
+            let event = if sglang { SimEvent::Retracted { request, at } } else { SimEvent::Preempted { request, at } };
+            sink.record(t, &event);
+        }
+        sink.record(t, &pass);
+    }
+
     fn fold_gaps(&mut self, t: f64, gap: f64, n: u64) {
         self.collector.gaps(gap, n);
         self.recorder.gaps(t, gap, n);
@@ -647,6 +895,16 @@ impl Simulation {
             let was = self.collector.records[i as usize].status;
             assert!(was == Status::Pending, "request {i} (trace line {}) finished twice: {was:?}, then {status:?}", i + 1);
         }
+        if self.event_sink.is_some() {
+            let status_name = match status {
+                Status::Completed => "completed",
+                Status::Rejected => "rejected",
+                Status::Unschedulable => "unschedulable",
+                Status::Pending => "pending",
+            };
+            let output_tokens = self.collector.records[i as usize].output_tokens;
+            self.emit(t, SimEvent::Finished { request: i, status: status_name, output_tokens, reason: reason.as_deref() });
+        }
         self.collector.finish(i, t, status, reason);
         if status == Status::Completed {
             self.recorder.completed(t, self.collector.records[i as usize].input_length);
@@ -654,5 +912,16 @@ impl Simulation {
         self.finished += 1;
         let output_tokens = self.collector.records[i as usize].output_tokens;
         self.driver.on_terminal(i, t, output_tokens, &mut self.workload);
+    }
+}
+
+/// A KV event as the stream tells it.
+fn kv_event(at: Place, e: &KvEvent) -> SimEvent<'_> {
+    let tier = (e.tier != KvTier::Device).then_some("host");
+    match &e.data {
+        KvEventData::Stored { parent_hash, blocks } => {
+            SimEvent::Stored { at, parent: *parent_hash, hashes: blocks.iter().map(|b| b.block_hash).collect(), tier }
+        }
+        KvEventData::Removed { block_hashes } => SimEvent::Removed { at, hashes: block_hashes, tier },
     }
 }
