@@ -7,6 +7,9 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
 
+mod offload;
+pub use offload::{G2Scope, G3Offload, G3Scope, NativeHostOffload};
+
 /// Scheduler family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -198,6 +201,16 @@ pub struct EngineArgs {
     /// `--planner-profile-data`; same as an external `dynamo_profile` timing model.
     #[serde(default)]
     pub planner_profile_data: Option<String>,
+    /// Bytes of KV per token in GPU memory: sizes an offloaded block (Dynamo's
+    /// `kv_cache_bytes_per_token`; `kv_bytes_per_token` sizes disaggregated transfers only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache_bytes_per_token: Option<u64>,
+    /// vLLM's native host (G2) KV offload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_host_offload: Option<NativeHostOffload>,
+    /// A G3 tier behind G2 (needs `native_host_offload`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub g3_offload: Option<G3Offload>,
 }
 
 /// The whole launch configuration (`extra_engine_args` of Dynamo's replay).
@@ -307,6 +320,9 @@ impl LaunchConfig {
     pub fn validate(&self) -> Result<(), ArgsError> {
         if self.dp_size == 0 {
             return Err(ArgsError("dp_size must be positive".into()));
+        }
+        if self.engine.g3_offload.is_some() && self.dp_size != 1 {
+            return Err(ArgsError("engine.g3_offload supports only dp_size=1".into()));
         }
         if let Some(s) = self.startup_time
             && !(s.is_finite() && s >= 0.0)
@@ -491,6 +507,7 @@ impl EngineArgs {
                 return err("engine.sglang.chunked_prefill_size must be a multiple of block_size");
             }
         }
+        self.validate_offload()?;
         if self.trtllm.is_some() && self.backend != Backend::Trtllm {
             return err("engine.trtllm is only valid with backend \"trtllm\"");
         }
@@ -505,6 +522,46 @@ impl EngineArgs {
             }
         }
         Ok(())
+    }
+
+    /// The offload tiers' checks, in the reference's words (before the backend is refused, so
+    /// a TRT-LLM engine with offload hears about the offload, as with the reference).
+    fn validate_offload(&self) -> Result<(), ArgsError> {
+        let err = |m: &str| Err(ArgsError(m.to_string()));
+        if let Some(g3) = &self.g3_offload {
+            if self.native_host_offload.is_none() {
+                return err("engine.g3_offload requires native_host_offload");
+            }
+            g3.validate().map_err(ArgsError)?;
+            if self.worker_type != WorkerType::Aggregated {
+                return err("engine.g3_offload is supported only for worker_type=aggregated");
+            }
+        }
+        let Some(host) = &self.native_host_offload else { return Ok(()) };
+        if self.backend != Backend::Vllm {
+            return err("engine.native_host_offload is supported only for backend=vllm");
+        }
+        if !self.enable_prefix_caching {
+            return err("engine.native_host_offload requires enable_prefix_caching=true");
+        }
+        if self.kv_cache_bytes_per_token.is_none_or(|b| b == 0) {
+            return err("engine.native_host_offload requires kv_cache_bytes_per_token to derive the physical host block size");
+        }
+        host.validate().map_err(ArgsError)?;
+        if self.kv_manager != KvManager::Native {
+            // The tiers sit beside the reference's block pool; the kvbm manager has no
+            // counterpart in the reference.
+            return err("engine.native_host_offload needs kv_manager \"native\"");
+        }
+        if self.worker_type != WorkerType::Aggregated {
+            return err("engine.native_host_offload: servesim supports offload only for worker_type=aggregated");
+        }
+        Ok(())
+    }
+
+    /// Bytes one offloaded block moves (block size × `kv_cache_bytes_per_token`).
+    pub fn offload_block_bytes(&self) -> u64 {
+        self.block_size() as u64 * self.kv_cache_bytes_per_token.unwrap_or(0)
     }
 }
 
@@ -626,6 +683,60 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.0.contains("engine.timing_model"), "{e}");
+    }
+
+    #[test]
+    fn offload_tiers_keep_the_references_names_defaults_and_messages() {
+        let ok = |v: serde_json::Value| EngineArgs::from_json(&v).unwrap();
+        let bad = |v: serde_json::Value| EngineArgs::from_json(&v).unwrap_err().0;
+        let host = json!({"num_host_blocks": 10});
+        let a = ok(json!({"kv_cache_bytes_per_token": 1024, "native_host_offload": host}));
+        let h = a.native_host_offload.unwrap();
+        assert_eq!(
+            (h.scope, h.d2h_bandwidth_gbps, h.h2d_bandwidth_gbps, h.latency_to_first_byte_ms),
+            (G2Scope::DpRankLocal, 32.0, 32.0, 0.0)
+        );
+        assert_eq!((h.shared_d2h_bandwidth_gbps, h.shared_h2d_bandwidth_gbps), (80.0, 80.0));
+        let a = ok(
+            json!({"kv_cache_bytes_per_token": 1, "native_host_offload": host, "g3_offload": {"scope": "worker_local", "num_g3_blocks": 5}}),
+        );
+        let g3 = a.g3_offload.unwrap();
+        assert_eq!((g3.latency_to_first_byte_ms, g3.read_bandwidth_gbps, g3.write_bandwidth_gbps), (0.1, 10.0, 10.0));
+        assert!(bad(json!({"native_host_offload": host})).contains("requires kv_cache_bytes_per_token"));
+        assert!(bad(json!({"kv_bytes_per_token": 8, "native_host_offload": host})).contains("requires kv_cache_bytes_per_token"));
+        let with = |extra: serde_json::Value| {
+            let mut v = json!({"kv_cache_bytes_per_token": 8, "native_host_offload": host});
+            v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            v
+        };
+        assert!(bad(with(json!({"backend": "sglang"}))).contains("native_host_offload is supported only for backend=vllm"));
+        assert!(bad(with(json!({"backend": "trtllm"}))).contains("native_host_offload is supported only for backend=vllm"));
+        assert!(bad(with(json!({"enable_prefix_caching": false}))).contains("requires enable_prefix_caching=true"));
+        assert!(bad(with(json!({"native_host_offload": {"num_host_blocks": 0}}))).contains("num_host_blocks must be positive"));
+        assert!(bad(with(json!({"native_host_offload": {}}))).contains("missing field `num_host_blocks`"));
+        let e = bad(with(json!({"native_host_offload": {"num_host_blocks": 1, "h2d_bandwidth_gbps": -1.0}})));
+        assert!(e.contains("h2d_bandwidth_gbps must be finite and non-negative"), "{e}");
+        let e = bad(with(json!({"native_host_offload": {"num_host_blocks": 1, "bogus": 1}})));
+        assert!(e.contains("unknown field `bogus`, expected one of `scope`, `num_host_blocks`, `d2h_bandwidth_gbps`"), "{e}");
+        let e = bad(with(json!({"native_host_offload": {"num_host_blocks": 1, "scope": "foo"}})));
+        assert!(e.contains("unknown host_offload.scope `foo`; expected `dp_rank_local` or `cluster_shared`"), "{e}");
+        let e = bad(with(json!({"native_host_offload": {"num_host_blocks": 1, "scope": "worker_local"}})));
+        assert!(e.contains("is a G3 scope"), "{e}");
+        let e = bad(with(json!({"native_host_offload": {"num_host_blocks": 1, "scope": "cluster_shared"}})));
+        assert!(e.contains("requires a nonempty kv_layout_id"), "{e}");
+        assert!(
+            bad(json!({"g3_offload": {"scope": "worker_local", "num_g3_blocks": 1}})).contains("g3_offload requires native_host_offload")
+        );
+        assert!(bad(with(json!({"g3_offload": {"scope": "worker_local", "num_g3_blocks": 0}}))).contains("num_g3_blocks must be positive"));
+        assert!(bad(with(json!({"g3_offload": {"num_g3_blocks": 1}}))).contains("missing field `scope`"));
+        let e = bad(with(json!({"g3_offload": {"scope": "dp_rank_local", "num_g3_blocks": 1}})));
+        assert!(e.contains("unknown variant `dp_rank_local`, expected `worker_local` or `cluster_shared`"), "{e}");
+        let e = bad(with(json!({"g3_offload": {"scope": "worker_local", "num_g3_blocks": 1, "read_bandwidth_gbps": -2.0}})));
+        assert!(e.contains("g3_offload timing must be finite and non-negative"), "{e}");
+        let e = bad(with(json!({"worker_type": "prefill", "g3_offload": {"scope": "worker_local", "num_g3_blocks": 1}})));
+        assert!(e.contains("g3_offload is supported only for worker_type=aggregated"), "{e}");
+        let launch = json!({"dp_size": 2, "engine": with(json!({"g3_offload": {"scope": "worker_local", "num_g3_blocks": 1}}))});
+        assert!(LaunchConfig::from_json(&launch).unwrap_err().0.contains("g3_offload supports only dp_size=1"));
     }
 
     #[test]

@@ -8,9 +8,15 @@
 //! - Cached blocks with no holders are *inactive*: still hits, evictable from the head of an
 //!   LRU list. Holders release leaf first, so a chain's tail is evicted before its prefix.
 //! - Allocation takes free slots before evicting anything, and is all-or-nothing.
+//! - With native offload, a block being copied to the host tier has a *reader* (the store)
+//!   until the copy lands. Its slot may be evicted and handed out meanwhile; the new owner must
+//!   not write it before the copy ends (a fence, `claim_fresh`), and its own content cannot be
+//!   stored before then either. A cluster-shared host pool instead holds such blocks (an extra
+//!   reference) until their copy ends.
 
 use super::events::{EventSink, KvEventData, StoredBlock};
 use hashbrown::hash_table::{Entry, HashTable};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 pub type SlotId = u32;
 const NIL: SlotId = SlotId::MAX;
@@ -57,6 +63,20 @@ pub struct BlockPool {
     copies: HashTable<SlotId>,
     pub events: EventSink,
     evicted: Vec<u64>,
+    /// Native offload only: stores still reading slots (absent otherwise, so the ordinary pool
+    /// pays nothing).
+    readers: Option<Box<Readers>>,
+}
+
+/// The stores (host-tier transfer ids) reading slots. A slot keeps its last reader's id after
+/// the store lands; only ids in `pending` count.
+#[derive(Debug, Default)]
+struct Readers {
+    of_slot: FxHashMap<SlotId, u64>,
+    pending: FxHashSet<u64>,
+    /// Hold a store's sources (an extra reference each) until it lands.
+    hold: bool,
+    held: FxHashMap<u64, Vec<SlotId>>,
 }
 
 impl BlockPool {
@@ -72,7 +92,87 @@ impl BlockPool {
             copies: HashTable::with_capacity(capacity as usize),
             events,
             evicted: Vec::new(),
+            readers: None,
         }
+    }
+
+    /// Tracks which slots stores to the host tier still read; `hold` keeps them referenced
+    /// until their copy lands (a cluster-shared host pool) instead of fencing their next owner.
+    pub fn track_store_readers(&mut self, hold: bool) {
+        self.readers = Some(Box::new(Readers { hold, ..Readers::default() }));
+    }
+
+    /// The store still reading `slot`, if any.
+    pub fn pending_reader(&self, slot: SlotId) -> Option<u64> {
+        let r = self.readers.as_deref()?;
+        r.of_slot.get(&slot).copied().filter(|id| r.pending.contains(id))
+    }
+
+    /// Whether store `id` may read `slots`: none is read by another pending store.
+    pub fn can_attach_reader(&self, slots: &[SlotId]) -> bool {
+        let mut seen = FxHashSet::default();
+        slots.iter().all(|&s| seen.insert(s) && self.pending_reader(s).is_none())
+    }
+
+    /// Store `id` reads `slots` until [`BlockPool::reader_done`].
+    pub fn attach_reader(&mut self, slots: &[SlotId], id: u64) {
+        let r = self.readers.as_deref_mut().expect("store readers are tracked");
+        r.pending.insert(id);
+        for &s in slots {
+            r.of_slot.insert(s, id);
+        }
+        if r.hold {
+            r.held.insert(id, slots.to_vec());
+            for &s in slots {
+                if self.slots[s as usize].refs() == 0 {
+                    self.unlink(s);
+                }
+                self.slots[s as usize].state += 1;
+            }
+        }
+    }
+
+    /// Store `id`'s copy landed: its slots are free of it (a holding pool lets them go, leaf
+    /// first, as a request would).
+    pub fn reader_done(&mut self, id: u64) {
+        let Some(r) = self.readers.as_deref_mut() else { return };
+        if !r.pending.remove(&id) {
+            return;
+        }
+        if let Some(slots) = r.held.remove(&id) {
+            for &s in slots.iter().rev() {
+                self.release(s);
+            }
+        }
+    }
+
+    /// Slots held by stores still in flight (a holding pool's extra references).
+    pub fn held_by_stores(&self) -> usize {
+        self.readers.as_deref().map_or(0, |r| r.held.values().map(Vec::len).sum())
+    }
+
+    /// Fresh slots just reserved (`fresh`, the first `from_free` taken from the free list, the
+    /// rest evicted, in `reserve`'s order): the pending stores that still read them, which the
+    /// new owner's writes must wait for. The readers are handed to the slots in the order the
+    /// reference hands out its anonymous capacity — evicted capacity last in first, then the
+    /// free list's — so a later eviction finds them on the same blocks.
+    pub fn claim_fresh(&mut self, fresh: &[SlotId], from_free: usize) -> Vec<u64> {
+        let Some(r) = self.readers.as_deref_mut() else { return Vec::new() };
+        if !fresh.iter().any(|s| r.of_slot.contains_key(s)) {
+            return Vec::new();
+        }
+        let tags: Vec<Option<u64>> = fresh.iter().map(|s| r.of_slot.remove(s)).collect();
+        let (from_list, evicted) = tags.split_at(from_free);
+        let mut deps = Vec::new();
+        for (&s, &tag) in fresh.iter().zip(evicted.iter().rev().chain(from_list)) {
+            if let Some(t) = tag {
+                r.of_slot.insert(s, t);
+                if r.pending.contains(&t) && !deps.contains(&t) {
+                    deps.push(t);
+                }
+            }
+        }
+        deps
     }
 
     pub fn capacity(&self) -> u32 {

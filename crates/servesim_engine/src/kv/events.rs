@@ -21,11 +21,30 @@ pub enum KvEventData {
     Removed { block_hashes: Vec<u64> },
 }
 
+/// Which memory an event is about: the GPU pool, or the host tier of native offload (Dynamo's
+/// `HostPinned` storage tier, which its router weighs at `host_cache_hit_weight`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvTier {
+    #[default]
+    Device,
+    HostPinned,
+}
+
+impl KvTier {
+    pub fn is_device(&self) -> bool {
+        *self == KvTier::Device
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct KvEvent {
-    /// Per rank, from 0, +1 per event.
+    /// Per rank, from 0, +1 per event (device and host events share the numbering).
     pub event_id: u64,
     pub dp_rank: u32,
+    /// Absent in the JSON for device events, as in Dynamo's.
+    #[serde(skip_serializing_if = "KvTier::is_device")]
+    pub tier: KvTier,
     pub data: KvEventData,
 }
 
@@ -45,6 +64,11 @@ impl EventSink {
     }
 
     pub fn push(&mut self, data: KvEventData) {
+        self.push_tier(KvTier::Device, data);
+    }
+
+    /// An event about `tier` (a host tier's residency, published through the rank's sink).
+    pub fn push_tier(&mut self, tier: KvTier, data: KvEventData) {
         if !self.enabled {
             return;
         }
@@ -55,7 +79,7 @@ impl EventSink {
         if empty {
             return;
         }
-        self.pending.push(KvEvent { event_id: self.next_id, dp_rank: self.dp_rank, data });
+        self.pending.push(KvEvent { event_id: self.next_id, dp_rank: self.dp_rank, tier, data });
         self.next_id += 1;
     }
 

@@ -61,6 +61,21 @@ impl Pool {
     pub fn cached_hashes(&self) -> Vec<u64> {
         both!(self, p => p.cached_hashes())
     }
+    /// The native pool (native offload runs only on it).
+    pub fn native_mut(&mut self) -> &mut BlockPool {
+        match self {
+            Pool::Native(p) => p,
+            Pool::Kvbm(_) => unreachable!("offload tiers need the native pool"),
+        }
+    }
+
+    pub fn native(&self) -> &BlockPool {
+        match self {
+            Pool::Native(p) => p,
+            Pool::Kvbm(_) => unreachable!("offload tiers need the native pool"),
+        }
+    }
+
     pub fn check(&self) -> Result<(), String> {
         both!(self, p => p.check())
     }

@@ -3,6 +3,7 @@
 //! runs. The data a pass hands back is in `output.rs`.
 
 use crate::kv::KvEvent;
+use crate::kv::offload::Tiers;
 use crate::metrics::RankMetrics;
 use crate::perf::interpolated::Profile;
 use crate::sched::output::{Finished, PassOutput, Reservation};
@@ -73,6 +74,41 @@ pub trait Scheduler: HandOff + std::fmt::Debug {
     fn take_open_streaks(&mut self) -> Vec<(u64, u32)> {
         Vec::new()
     }
+
+    /// Whether the core has KV offload tiers (native host offload): the calls below are then
+    /// the harness's to make. Cores without them ignore those calls.
+    fn has_offload(&self) -> bool {
+        false
+    }
+
+    /// The harness's time for the pass about to be stepped (loads queue from it, stores and
+    /// fences are measured against it).
+    fn set_pass_time(&mut self, _now_ms: f64) {}
+
+    /// The pass of this rank's worker ended at `end_ms` (this rank's or, with DP ranks, a
+    /// sibling's): transfers due by then land, the pass's stores start. KV events this causes
+    /// are appended to `events`.
+    fn pass_boundary(&mut self, _end_ms: f64, _events: &mut Vec<KvEvent>) {}
+
+    /// The worker is idle and a transfer deadline of this rank's has come: the transfers due
+    /// by `now_ms` land. KV events this causes are appended to `events`.
+    fn settle_transfers(&mut self, _now_ms: f64, _events: &mut Vec<KvEvent>) {}
+
+    /// When this rank's transfers next need the harness (while its worker is idle).
+    fn next_transfer_deadline(&self) -> Option<f64> {
+        None
+    }
+
+    /// Transfers of this rank's are still in flight (the run is not over).
+    fn transfers_pending(&self) -> bool {
+        false
+    }
+
+    /// The last pass took no time and changed the G3 tier's state: the reference steps the
+    /// rank again at once.
+    fn retry_at_once(&self) -> bool {
+        false
+    }
 }
 
 /// Disaggregated serving: a prefill core holds a finished prompt's KV until the decode side
@@ -129,11 +165,15 @@ pub struct RankSetup {
     pub emit_events: bool,
     /// The NPZ profile the arguments name, loaded by the caller (the engine reads no files).
     pub profile: Option<Arc<Profile>>,
+    /// The worker this rank belongs to, in its pool (a worker-local G3 pool is per worker).
+    pub worker: u32,
+    /// Offload tiers shared across the pool's ranks (see [`Tiers`]).
+    pub tiers: Tiers,
 }
 
 impl RankSetup {
     /// A single-rank worker.
     pub fn single(emit_events: bool) -> Self {
-        RankSetup { dp_rank: 0, dp_size: 1, emit_events, profile: None }
+        RankSetup { dp_rank: 0, dp_size: 1, emit_events, profile: None, worker: 0, tiers: Tiers::default() }
     }
 }

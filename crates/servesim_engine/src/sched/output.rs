@@ -33,6 +33,9 @@ pub struct Admission {
     /// Prompt (and, on readmission, generated) tokens reused from the prefix cache.
     pub reused_tokens: u32,
     pub readmission: bool,
+    /// With native offload, on a request's first admission: the part of `reused_tokens` that
+    /// came from the host tier (G1 tokens count first). None otherwise.
+    pub host_reused_tokens: Option<u32>,
 }
 
 /// Everything one pass did, in the order the harness applies it at the pass end.
@@ -60,6 +63,11 @@ pub struct PassOutput {
     pub committed_prefill_tokens: u64,
     /// Tokens computed by the pass.
     pub scheduled_tokens: u64,
+    /// The prefill part of `duration`.
+    pub prefill_duration: Duration,
+    /// With native offload: when the pass's compute may start (after stores still reading
+    /// blocks it writes); its admissions still count from the pass start.
+    pub compute_start_ms: Option<f64>,
     /// The pass's forward-pass metrics, when the harness asked for them
     /// (`Scheduler::set_forward_pass_metrics`).
     pub fpm: ForwardPassMetrics,
@@ -132,6 +140,8 @@ impl Clone for PassOutput {
             metrics,
             committed_prefill_tokens,
             scheduled_tokens,
+            prefill_duration,
+            compute_start_ms,
             fpm,
         } = src;
         self.duration = *duration;
@@ -145,6 +155,8 @@ impl Clone for PassOutput {
         self.metrics = *metrics;
         self.committed_prefill_tokens = *committed_prefill_tokens;
         self.scheduled_tokens = *scheduled_tokens;
+        self.prefill_duration = *prefill_duration;
+        self.compute_start_ms = *compute_start_ms;
         self.fpm = *fpm;
     }
 }
@@ -161,6 +173,8 @@ impl PassOutput {
         self.kv_events.clear();
         self.committed_prefill_tokens = 0;
         self.scheduled_tokens = 0;
+        self.prefill_duration = Duration::ZERO;
+        self.compute_start_ms = None;
         self.fpm = ForwardPassMetrics::default();
     }
 }

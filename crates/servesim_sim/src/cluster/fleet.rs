@@ -46,6 +46,8 @@ pub(crate) struct Pool {
     /// Requests held by the router while every target is busy (FCFS), each with the overlaps
     /// the router saw at its arrival (see [`Router::overlaps`]).
     pub queued: VecDeque<(u32, Vec<u32>)>,
+    /// Native offload's tiers shared by the pool's ranks (none without offload).
+    pub tiers: servesim_engine::kv::offload::Tiers,
 }
 
 impl Pool {

@@ -38,6 +38,10 @@
 //! the cache state it saw on arrival). Exact ties are broken by a generator seeded from the
 //! scenario's seed (the reference's are random); `router_temperature` > 0 samples a softmax
 //! over normalised costs instead.
+//!
+//! With native offload, blocks a target's host tier holds right after its device overlap count
+//! too, at `host_cache_hit_weight` each (not decayed): in the credit, in the prefill charge
+//! (the weighted cached tokens, rounded) and in the reported overlap (whole blocks of it).
 
 use super::indexer::Indexer;
 use rand::{Rng, SeedableRng};
@@ -45,7 +49,7 @@ use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use servesim_engine::hash::mix64;
-use servesim_engine::kv::{KvEvent, KvEventData};
+use servesim_engine::kv::{KvEvent, KvEventData, KvTier};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -80,6 +84,8 @@ pub struct RouterConfig {
     /// Queue requests while every target's active prefill tokens exceed this fraction of
     /// `max_num_batched_tokens`; None disables the queue.
     pub router_queue_threshold: Option<f64>,
+    /// The weight of a block only a target's host tier holds (native offload).
+    pub host_cache_hit_weight: f64,
 }
 
 impl Default for RouterConfig {
@@ -95,6 +101,7 @@ impl Default for RouterConfig {
             router_assume_kv_reuse: true,
             router_track_prefill_tokens: true,
             router_queue_threshold: None,
+            host_cache_hit_weight: 0.75,
         }
     }
 }
@@ -107,6 +114,7 @@ impl RouterConfig {
             ("prefill_load_scale", self.prefill_load_scale),
             ("decode_active_request_weight", self.decode_active_request_weight),
             ("router_temperature", self.router_temperature),
+            ("host_cache_hit_weight", self.host_cache_hit_weight),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("router_config.{name} must be finite and non-negative"));
@@ -187,7 +195,10 @@ pub struct Router {
     /// How long KV events take to reach the indexer (Dynamo's `kv_event_lag_ms`), and those on
     /// their way: (published at, target, event), in publication order.
     event_lag_ms: f64,
-    in_transit: std::collections::VecDeque<(f64, u32, KvEventData)>,
+    in_transit: std::collections::VecDeque<(f64, u32, KvTier, KvEventData)>,
+    /// Prompt tokens the last KV-aware choice counted as cached, host blocks at their weight
+    /// (its prefill charge leaves them out).
+    weighted_cached_tokens: u64,
     /// Workers as groups of targets (their DP ranks), in id order: whether each takes
     /// requests (ready, not draining), and its next rank for the round robin.
     groups: Vec<Group>,
@@ -228,6 +239,7 @@ impl Router {
             indexes_events: true,
             event_lag_ms: 0.0,
             in_transit: Default::default(),
+            weighted_cached_tokens: 0,
             groups: (0..workers)
                 .map(|w| Group { targets: (0..dp_size).map(|d| d * workers + w).collect(), ready: true, next_rank: 0 })
                 .collect(),
@@ -321,12 +333,12 @@ impl Router {
     /// Each target's cached overlap with `q` now, after the KV events due by `q.now_ms`: what
     /// a request entering the router's queue will be scored with when it leaves.
     pub fn overlaps(&mut self, q: &RouteQuery) -> Vec<u32> {
-        while let Some(&(at, target, _)) = self.in_transit.front() {
+        while let Some(&(at, ..)) = self.in_transit.front() {
             if at + self.event_lag_ms > q.now_ms {
                 break;
             }
-            let (_, _, data) = self.in_transit.pop_front().expect("peeked");
-            self.indexer.apply(target, &data);
+            let (_, target, tier, data) = self.in_transit.pop_front().expect("peeked");
+            self.index(target, tier, &data);
         }
         (0..self.targets).map(|t| self.indexer.overlap(t as u32, q.block_hashes)).collect()
     }
@@ -353,10 +365,18 @@ impl Router {
         placement
     }
 
-    /// Target `t`'s cost for `q`, with `overlap` cached blocks there and `min_prefill` the least
+    fn index(&mut self, target: u32, tier: KvTier, data: &KvEventData) {
+        match tier {
+            KvTier::Device => self.indexer.apply(target, data),
+            KvTier::HostPinned => self.indexer.apply_host(target, data),
+        }
+    }
+
+    /// Target `t`'s cost for `q`, with `overlap` cached blocks there (`host` more in its host
+    /// tier) and `min_prefill` the least
     /// active prefill load over all targets. Summed in the reference's order, so that exact
     /// ties are ties here too.
-    fn cost(&self, t: usize, q: &RouteQuery, overlap: u32, min_prefill: u64) -> f64 {
+    fn cost(&self, t: usize, q: &RouteQuery, overlap: u32, host: u32, min_prefill: u64) -> f64 {
         let (cfg, load, bs) = (&self.cfg, &self.loads[t], self.block_size as f64);
         let prefill = if cfg.router_track_prefill_tokens {
             let decay = if cfg.overlap_score_credit_decay > 0.0 {
@@ -367,7 +387,8 @@ impl Router {
                 1.0
             };
             let raw = (load.prefill_tokens + q.prompt_tokens as u64) as f64 / bs;
-            cfg.prefill_load_scale * (raw - cfg.overlap_score_credit * decay * overlap as f64).max(0.0)
+            let credit = cfg.overlap_score_credit * decay * overlap as f64 + cfg.host_cache_hit_weight * host as f64;
+            cfg.prefill_load_scale * (raw - credit).max(0.0)
         } else {
             0.0
         };
@@ -405,8 +426,10 @@ impl Router {
     fn route_kv(&mut self, q: &RouteQuery, overlaps: &[u32]) -> Placement {
         // Workers not (or no longer) ready take nothing and weigh in no minimum.
         let min_prefill = (0..self.targets).filter(|&t| self.eligible[t]).map(|t| self.loads[t].prefill_tokens).min().unwrap_or(0);
-        let costs: Vec<f64> =
-            (0..self.targets).map(|t| if self.eligible[t] { self.cost(t, q, overlaps[t], min_prefill) } else { f64::INFINITY }).collect();
+        let hosts: Vec<u32> = (0..self.targets).map(|t| self.indexer.host_overlap(t as u32, q.block_hashes, overlaps[t])).collect();
+        let costs: Vec<f64> = (0..self.targets)
+            .map(|t| if self.eligible[t] { self.cost(t, q, overlaps[t], hosts[t], min_prefill) } else { f64::INFINITY })
+            .collect();
         if self.trace {
             self.last_costs.clone_from(&costs);
             self.last_overlaps.clear();
@@ -421,7 +444,11 @@ impl Router {
         };
         #[cfg(feature = "route-trace")]
         self.print_route(q, overlaps, &costs, target);
-        Placement { target, overlap_blocks: overlaps[target] }
+        // Host blocks count at their weight: the overlap reported is the whole blocks of it,
+        // the prefill charge leaves out its tokens, rounded.
+        let weighted = overlaps[target] as f64 + self.cfg.host_cache_hit_weight * hosts[target] as f64;
+        self.weighted_cached_tokens = (weighted * self.block_size as f64).round() as u64;
+        Placement { target, overlap_blocks: weighted.floor() as u32 }
     }
 
     /// One line per decision: request, time, chosen target, how many tied at the lowest cost,
@@ -465,7 +492,7 @@ impl Router {
     fn track(&mut self, q: &RouteQuery, p: Placement) {
         let load = &mut self.loads[p.target];
         load.requests += 1;
-        let uncached = (q.prompt_tokens as u64).saturating_sub(p.overlap_blocks as u64 * self.block_size as u64);
+        let uncached = (q.prompt_tokens as u64).saturating_sub(self.weighted_cached_tokens);
         let prefill_charge = if self.cfg.router_track_prefill_tokens { uncached } else { 0 };
         load.prefill_tokens += prefill_charge;
         // Without assumed reuse the router gives every request its own block identities.
@@ -512,9 +539,9 @@ impl Router {
         }
         for e in events {
             if self.event_lag_ms > 0.0 {
-                self.in_transit.push_back((now_ms, target as u32, e.data.clone()));
+                self.in_transit.push_back((now_ms, target as u32, e.tier, e.data.clone()));
             } else {
-                self.indexer.apply(target as u32, &e.data);
+                self.index(target as u32, e.tier, &e.data);
             }
         }
     }
@@ -530,7 +557,7 @@ mod tests {
     use servesim_engine::kv::{KvEventData, StoredBlock};
 
     fn ev(data: KvEventData) -> KvEvent {
-        KvEvent { event_id: 0, dp_rank: 0, data }
+        KvEvent { event_id: 0, dp_rank: 0, tier: Default::default(), data }
     }
 
     #[test]

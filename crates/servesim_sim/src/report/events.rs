@@ -88,12 +88,17 @@ pub enum SimEvent<'a> {
         at: Place,
         parent: Option<u64>,
         hashes: Vec<u64>,
+        /// `"host"` for the host tier of native offload; absent for the GPU's pool.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tier: Option<&'static str>,
     },
     /// The last copy of each block was evicted.
     Removed {
         #[serde(flatten)]
         at: Place,
         hashes: &'a [u64],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tier: Option<&'static str>,
     },
     /// A rank's pass: when it started, how long it took, what it computed, and its KV pool at
     /// its end.

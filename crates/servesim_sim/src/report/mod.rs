@@ -58,6 +58,9 @@ pub struct RequestRecord {
     /// Leading prompt blocks the router believed its chosen worker cached (KV-aware routing),
     /// at the request's first routing decision.
     pub router_overlap_blocks: u32,
+    /// With native offload: prompt tokens its first admission took from the host tier (part
+    /// of `reused_input_tokens`).
+    pub host_reused_input_tokens: Option<u32>,
 }
 
 impl RequestRecord {
@@ -124,6 +127,14 @@ impl Sla {
     }
 }
 
+/// What the offload tiers report (the reference's `g3_offload` and, for a cluster-shared host
+/// pool, `g2_domains`).
+#[derive(Clone, Debug, Default)]
+pub struct OffloadReport {
+    pub g3: Option<servesim_engine::kv::offload::G3Stats>,
+    pub g2: Vec<servesim_engine::kv::offload::G2Domain>,
+}
+
 /// What the report says about the cluster's hardware: provisioned worker-seconds and GPUs per
 /// worker, by pool (aggregated workers count as decode workers, as in the reference).
 #[derive(Clone, Copy, Debug, Default)]
@@ -152,6 +163,8 @@ pub struct Collector {
     /// A run that may be cut off: inter-token gaps count only once their request completes
     /// (held here until then), as the reference's distributions cover completed requests only.
     deferred_gaps: Option<FxHashMap<u32, Vec<f64>>>,
+    /// Native offload's tier figures, set when the run ends.
+    pub offload: Option<OffloadReport>,
     /// Running requests the vLLM scheduler preempted (their blocks freed; recomputed later).
     pub preemptions: u64,
     /// Running requests the SGLang scheduler retracted under decode memory pressure.
@@ -201,6 +214,7 @@ impl Collector {
             dp_rank: 0,
             ttst_ms: None,
             router_overlap_blocks: 0,
+            host_reused_input_tokens: None,
         });
     }
 
@@ -368,6 +382,14 @@ impl Collector {
         self.itl.write(&mut m, "itl_ms");
         samples(&e2e).write(&mut m, "e2e_latency_ms");
         self.per_user_tps.write(&mut m, "output_token_throughput_per_user");
+        if let Some(o) = &self.offload {
+            if let Some(g3) = &o.g3 {
+                m.insert("g3_offload".into(), serde_json::to_value(g3).expect("serialisable"));
+            }
+            if !o.g2.is_empty() {
+                m.insert("g2_domains".into(), serde_json::to_value(&o.g2).expect("serialisable"));
+            }
+        }
         if self.slo.is_set() {
             let met = self.slo.met(&m);
             m.insert("meets_slo".into(), met.into());

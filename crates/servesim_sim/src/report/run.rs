@@ -19,6 +19,9 @@ pub enum Column {
     RouterOverlapTokens,
     InputLength,
     Worker,
+    /// Prompt tokens the first admission took from the host tier (native offload; null
+    /// without it).
+    HostReusedInputTokens,
     /// The data-parallel rank of the worker that served it (0 without DP ranks).
     DpRank,
 }
@@ -28,7 +31,7 @@ impl Column {
     pub const DEFAULT: [Column; 5] =
         [Column::FirstTokenMs, Column::EndMs, Column::OutputTokens, Column::ReusedInputTokens, Column::Readmissions];
 
-    const NAMES: [(&'static str, Column); 10] = [
+    const NAMES: [(&'static str, Column); 11] = [
         ("first_token_ms", Column::FirstTokenMs),
         ("end_ms", Column::EndMs),
         ("output_tokens", Column::OutputTokens),
@@ -38,6 +41,7 @@ impl Column {
         ("router_overlap_tokens", Column::RouterOverlapTokens),
         ("input_length", Column::InputLength),
         ("worker", Column::Worker),
+        ("host_reused_input_tokens", Column::HostReusedInputTokens),
         ("dp_rank", Column::DpRank),
     ];
 
@@ -59,6 +63,7 @@ impl Column {
             Column::RouterOverlapTokens => json!(r.router_overlap_blocks * block_size),
             Column::InputLength => json!(r.input_length),
             Column::Worker => json!(r.worker),
+            Column::HostReusedInputTokens => json!(r.host_reused_input_tokens),
             Column::DpRank => json!(r.dp_rank),
         }
     }

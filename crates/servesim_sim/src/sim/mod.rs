@@ -21,10 +21,13 @@ use crate::scenario::SimConfig;
 use crate::workload::Workload;
 use crate::workload::driver::{Driver, Load};
 use servesim_engine::hash::mix64;
-use servesim_engine::kv::{KvEvent, KvEventData};
+use servesim_engine::kv::offload::Tiers;
+use servesim_engine::kv::{KvEvent, KvEventData, KvTier};
 use servesim_engine::perf::duration_ms;
 use servesim_engine::{Engine, LaunchConfig, Outcome, PassOutput, RankSetup, WorkerType};
 use std::time::Duration;
+
+mod offload;
 
 pub struct Simulation {
     workload: Workload,
@@ -47,6 +50,9 @@ pub struct Simulation {
     /// It stopped there, with work left.
     cut_off: bool,
     columns: Vec<Column>,
+    /// Native KV offload: each pool's shared tiers (None when no engine offloads; then the
+    /// event loop is the one without transfer deadlines).
+    offload: Option<Vec<Tiers>>,
     /// Engines count steady tokens (off when a run may be cut off).
     steady_tokens: bool,
     /// Scaling during the run (a planner or a script), and workers about to become ready
@@ -58,8 +64,16 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    pub fn new(cfg: &SimConfig, workload: Workload) -> Result<Self, SimError> {
+    pub fn new(cfg: &SimConfig, mut workload: Workload) -> Result<Self, SimError> {
         cfg.validate()?;
+        let offload = cfg.engines().iter().any(|e| e.native_host_offload.is_some());
+        if offload && cfg.scaling.is_some() {
+            // The tiers are sized for the pool's first workers; growing it is not modelled.
+            return Err(SimError::new("engine.native_host_offload: a planner or scripted scaling with native offload is not supported"));
+        }
+        if offload {
+            workload.intern_ids();
+        }
         if workload.is_empty() {
             return Err(SimError::new("the workload has no requests"));
         }
@@ -82,6 +96,7 @@ impl Simulation {
             max_sim_time_ms: cfg.max_sim_time_ms,
             cut_off: false,
             columns: Column::DEFAULT.to_vec(),
+            offload: offload.then(Vec::new),
             steady_tokens: cfg.max_sim_time_ms.is_none(),
             planner: cfg.scaling.clone().map(Planner::new),
             starting: Vec::new(),
@@ -142,6 +157,10 @@ impl Simulation {
             // A disaggregated decode pool's KV events do not reach its router: it places by load.
             router = router.without_kv_events();
         }
+        let tiers = Tiers::for_pool(&launch.engine, workers);
+        if let Some(all) = &mut self.offload {
+            all.push(tiers.clone());
+        }
         fleet.pools.push(Pool {
             role,
             router,
@@ -154,6 +173,7 @@ impl Simulation {
             profile: cfg.profiles.get(&launch.engine),
             startup_ms: launch.startup_time.unwrap_or(0.0) * 1000.0,
             queued: Default::default(),
+            tiers,
         });
         for w in 0..workers as usize {
             // Initial targets are rank-major: rank d of worker w is target d × workers + w.
@@ -169,11 +189,19 @@ impl Simulation {
         let fleet = &mut self.fleet;
         let p = &fleet.pools[pool];
         let id = p.workers.len() as u32;
-        let (role, launch, profile, emit_events) = (p.role, p.launch.clone(), p.profile.clone(), p.router.wants_kv_events());
+        let (role, launch, profile, emit_events, tiers) =
+            (p.role, p.launch.clone(), p.profile.clone(), p.router.wants_kv_events(), p.tiers.clone());
         let group = fleet.workers.len();
         let start = fleet.ranks.len();
         for (dp, &target) in targets.iter().enumerate() {
-            let setup = RankSetup { dp_rank: dp as u32, dp_size: launch.dp_size, emit_events, profile: profile.clone() };
+            let setup = RankSetup {
+                dp_rank: dp as u32,
+                dp_size: launch.dp_size,
+                emit_events,
+                profile: profile.clone(),
+                worker: id,
+                tiers: tiers.clone(),
+            };
             let mut engine = Engine::new(&launch.engine, &setup)?;
             engine.set_steady_tokens(self.steady_tokens);
             engine.set_forward_pass_metrics(self.planner.is_some());
@@ -303,7 +331,7 @@ impl Simulation {
     /// No request work is left: every arrival has come and nothing runs or moves. Workers
     /// about to become ready and planner ticks do not keep a run going.
     fn quiescent(&self) -> bool {
-        self.driver.is_drained() && self.events.is_empty()
+        self.driver.is_drained() && self.events.is_empty() && !(self.offload.is_some() && self.transfers_pending())
     }
 
     /// Runs to the end.
@@ -322,7 +350,14 @@ impl Simulation {
             if self.cut_off {
                 return true;
             }
-            let next_event = self.events.next_time();
+            let mut next_event = self.events.next_time();
+            if self.offload.is_some()
+                && let Some(d) = self.next_transfer_deadline()
+            {
+                // A deadline already due (a shared tier's news) is taken now.
+                let d = d.max(self.now_ms);
+                next_event = Some(next_event.map_or(d, |e| e.min(d)));
+            }
             let next_arrival = self.driver.next_time();
             let t = match (next_event, next_arrival) {
                 (None, None) => {
@@ -348,6 +383,10 @@ impl Simulation {
             }
             self.count_worker_seconds(t);
             self.now_ms = t;
+            if self.offload.is_some() {
+                self.drain_with_offload(t);
+                continue;
+            }
             while let Some(e) = self.events.pop_due(t) {
                 match e.kind {
                     EventKind::PassEnd { worker } => self.end_worker_pass(worker as usize, t),
@@ -481,6 +520,10 @@ impl Simulation {
             let lost: Vec<usize> =
                 self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
             assert!(lost.is_empty(), "requests never finished (trace lines {:?})", lost.iter().map(|i| i + 1).collect::<Vec<_>>());
+        }
+        if let Some(tiers) = &self.offload {
+            let (g3, g2) = Self::offload_report(tiers);
+            self.collector.offload = Some(crate::report::OffloadReport { g3, g2 });
         }
         let block_size = self.fleet.pools[Fleet::ENTRY].block_size;
         let scaling = self.planner.map(|p| p.record);
@@ -658,6 +701,14 @@ impl Simulation {
     /// Worker `w`'s pass ended at `t`: its ranks' passes take effect, then each decode rank
     /// takes its pass-boundary reservations.
     fn end_worker_pass(&mut self, w: usize, t: f64) {
+        if self.offload.is_some() {
+            self.offload_boundary(w, t);
+        }
+        self.apply_worker_pass(w, t);
+    }
+
+    /// Worker `w`'s pass takes effect (after its offload boundary, if any).
+    fn apply_worker_pass(&mut self, w: usize, t: f64) {
         self.fleet.workers[w].busy = false;
         if let Some(h) = &mut self.handoff {
             for r in self.fleet.workers[w].ranks.clone() {
@@ -712,6 +763,9 @@ impl Simulation {
         }
         for a in &out.admissions {
             self.collector.admit(a.id as u32, a.reused_tokens, role == Role::Decode, a.readmission);
+            if let Some(host) = a.host_reused_tokens {
+                self.collector.records[a.id as usize].host_reused_input_tokens = Some(host);
+            }
         }
         let prev_end = std::mem::replace(&mut self.fleet.ranks[r].last_pass_end_ms, t);
         if role != Role::Prefill {
@@ -863,10 +917,11 @@ impl Simulation {
 
 /// A KV event as the stream tells it.
 fn kv_event(at: Place, e: &KvEvent) -> SimEvent<'_> {
+    let tier = (e.tier != KvTier::Device).then_some("host");
     match &e.data {
         KvEventData::Stored { parent_hash, blocks } => {
-            SimEvent::Stored { at, parent: *parent_hash, hashes: blocks.iter().map(|b| b.block_hash).collect() }
+            SimEvent::Stored { at, parent: *parent_hash, hashes: blocks.iter().map(|b| b.block_hash).collect(), tier }
         }
-        KvEventData::Removed { block_hashes } => SimEvent::Removed { at, hashes: block_hashes },
+        KvEventData::Removed { block_hashes } => SimEvent::Removed { at, hashes: block_hashes, tier },
     }
 }

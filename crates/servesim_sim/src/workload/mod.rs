@@ -135,6 +135,19 @@ impl Workload {
         self.rows.push(TraceRow { timestamp, input_length, output_length, ids_start, ids_len: hash_ids.len() as u32 });
     }
 
+    /// Renames the hash ids 0, 1, 2, … in order of first appearance in the file, as the
+    /// reference's trace loader does before it makes tokens of them. Only what equals what
+    /// matters to caching, so this changes no run but the block hashes' values; native
+    /// offload's host tier breaks recency ties by those values, so offload runs need the
+    /// reference's.
+    pub fn intern_ids(&mut self) {
+        let mut names: FxHashMap<u32, u32> = FxHashMap::default();
+        for id in &mut self.ids {
+            let next = names.len() as u32;
+            *id = *names.entry(*id).or_insert(next);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.rows.len()
     }

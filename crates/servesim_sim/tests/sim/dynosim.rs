@@ -1,8 +1,9 @@
 //! The DynoSim-feature cases (tests/conformance/dynosim, figures from Dynamo 1.6.1's replay):
 //! every key of each case's `expected` summary within 0.1 %, and every per-request column the
 //! case names (`per_request_columns`) within 0.01 % or 0.01 ms for times, exactly otherwise;
-//! a row of nulls (a request the reference did not report) must be nulls. The rule of the
-//! shared `compare_ext.py`.
+//! a row of nulls (a request the reference did not report) must be nulls; a structured
+//! summary key (`g3_offload`, `g2_domains`) matches member by member, numbers within 0.01. The
+//! rule of the shared `compare_ext.py`.
 
 use crate::common::{case_file, repo};
 use serde_json::Value;
@@ -18,6 +19,9 @@ const MUST_MATCH: &[&str] = &[
     "sessions-open-loop",
     "planner-agg-load",
     "planner-agg-throughput",
+    "offload-g2-basic",
+    "offload-g2-slow-link",
+    "offload-g3-local-2w",
 ];
 
 fn close(reference: &Value, got: &Value) -> bool {
@@ -44,6 +48,10 @@ fn check(path: &Path) {
     let got = case_file(path).run().to_json();
     for (k, r) in case["expected"].as_object().unwrap() {
         let g = &got["summary"][k];
+        if !r.is_number() {
+            assert!(same(r, g), "{name}: summary {k}: reference {r}, servesim {g}");
+            continue;
+        }
         let (r, g) = (r.as_f64().unwrap(), g.as_f64().unwrap_or_else(|| panic!("{name}: summary has no {k}")));
         let err = if r.abs() > 1e-9 { (g - r).abs() / r.abs() } else { g.abs() };
         assert!(err <= 1e-3, "{name}: summary {k}: reference {r}, servesim {g}");
@@ -62,6 +70,21 @@ fn check(path: &Path) {
         let ok = r.iter().zip(g).all(|(a, b)| close(a, b));
         assert!(ok, "{name}: request {i} (trace line {}): reference {r:?}, servesim {g:?}", i + 1);
     }
+}
+
+/// Our own native-offload scenarios, run through the reference with `replay_ext.py --write`
+/// (tests/variants/README.md), judged the same way.
+#[test]
+fn offload_variants_match_the_reference_request_by_request() {
+    let mut n = 0;
+    for entry in std::fs::read_dir(repo("tests/variants/offload")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            check(&path);
+            n += 1;
+        }
+    }
+    assert!(n >= 9);
 }
 
 #[test]

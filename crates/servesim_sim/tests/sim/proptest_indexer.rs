@@ -55,7 +55,7 @@ fn run(num_gpu_blocks: u32, preemption_fifo: bool, rows: Vec<Row>) -> Result<(),
     }))
     .unwrap();
     let mut engines: Vec<Engine> =
-        (0..2).map(|r| Engine::new(&args, &RankSetup { dp_rank: r, dp_size: 1, emit_events: true, profile: None }).unwrap()).collect();
+        (0..2).map(|r| Engine::new(&args, &RankSetup { dp_rank: r, ..RankSetup::single(true) }).unwrap()).collect();
     let mut indexer = Indexer::default();
     let mut announced: Vec<BTreeSet<u64>> = vec![BTreeSet::new(); 2];
     let mut ended = vec![0u32; rows.len()];

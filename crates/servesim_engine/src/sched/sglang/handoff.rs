@@ -36,7 +36,7 @@ impl SglangCore {
             self.running.push(s);
             let r = self.req_mut(s);
             r.seq.admissions += 1;
-            let admission = Admission { id: r.seq.id, reused_tokens: 0, readmission: false };
+            let admission = Admission { id: r.seq.id, reused_tokens: 0, readmission: false, host_reused_tokens: None };
             self.out.admissions.push(admission);
         }
     }

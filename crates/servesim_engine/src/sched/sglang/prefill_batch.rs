@@ -104,7 +104,7 @@ pub(super) fn form(core: &mut SglangCore) -> Vec<ExtendChunk> {
             r.node = node;
             r.tree_pages = prefix / page;
             r.seq.admissions += 1;
-            let admission = Admission { id: r.seq.id, reused_tokens: prefix, readmission: r.seq.admissions > 1 };
+            let admission = Admission { id: r.seq.id, reused_tokens: prefix, readmission: r.seq.admissions > 1, host_reused_tokens: None };
             let len = r.seq.len() as u64;
             core.out.admissions.push(admission);
             core.out.metrics.cache_hit_tokens += prefix as u64;

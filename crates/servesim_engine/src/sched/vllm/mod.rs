@@ -1,6 +1,8 @@
 //! The vLLM-style scheduler: `waiting` + `running`, one token budget per pass, running
 //! requests first, FIFO admission gated on the whole sequence's blocks, inline preemption
 //! with recompute. The rules found against the reference are listed in `docs/fidelity.md`.
+//! With native KV offload (`engine.native_host_offload`) the connector in `offload/` and the
+//! admission loop in `onboarding.rs` take part; without it none of their code runs.
 //!
 //! TRT-LLM runs the same core under another capacity policy ([`Capacity::NoEvict`], its
 //! `guaranteed_no_evict`): outputs are clamped to what the pool can hold when a request
@@ -9,8 +11,10 @@
 //! nothing is ever preempted.
 
 mod handoff;
+mod offload;
+mod onboarding;
 
-use crate::args::{ArgsError, Backend, EngineArgs, KvManager, PreemptionMode, WorkerType};
+use crate::args::{ArgsError, Backend, EngineArgs, G2Scope, KvManager, PreemptionMode, WorkerType};
 use crate::kv::kvbm::pool::KvbmPool;
 use crate::kv::{BlockPool, EventSink, KvEvent, Pool, SlotId};
 use crate::metrics::RankMetrics;
@@ -126,6 +130,14 @@ pub struct VllmCore {
     /// occupy: no pass can do anything until a release or an activation.
     stalled: bool,
     out: PassOutput,
+    /// Native KV offload: the connector to the host tier (and G3).
+    offload: Option<Box<offload::Offload>>,
+    /// Per sequence slot, for a pass (which requests were scheduled).
+    scratch_flags: Vec<bool>,
+    /// With G3: the tiers' epoch when the pass began, and whether the pass just stepped should
+    /// be stepped again at once (see `Scheduler::retry_at_once`).
+    g3_epoch_before: Option<u64>,
+    retry_at_once: bool,
 }
 
 impl VllmCore {
@@ -146,10 +158,15 @@ impl VllmCore {
         // No events without prefix caching, nor from decode workers (Dynamo publishes none).
         let events = setup.emit_events && cfg.prefix_caching && cfg.worker_type != WorkerType::Decode;
         let sink = EventSink::new(events, setup.dp_rank);
-        let pool = match args.kv_manager {
+        let mut pool = match args.kv_manager {
             KvManager::Native => Pool::Native(BlockPool::new(cfg.num_blocks, sink)),
             KvManager::Kvbm => Pool::Kvbm(KvbmPool::new(cfg.num_blocks, args.eviction_backend, sink)),
         };
+        let offload = offload::Offload::new(args, &setup.tiers, setup.worker, events).map(Box::new);
+        if let Some(host) = &args.native_host_offload {
+            // A shared pool's stores keep their device sources referenced until they land.
+            pool.native_mut().track_store_readers(host.scope == G2Scope::ClusterShared);
+        }
         Ok(VllmCore {
             pool,
             timer: PassTimer::from_args(args, setup.profile.as_ref())?,
@@ -175,6 +192,10 @@ impl VllmCore {
             queued_total: 0,
             stalled: false,
             out: PassOutput::default(),
+            offload,
+            scratch_flags: Vec::new(),
+            g3_epoch_before: None,
+            retry_at_once: false,
         })
     }
 
@@ -230,7 +251,7 @@ impl VllmCore {
         self.running.push(s);
         let seq = self.seqs[s as usize].as_mut().expect("live sequence");
         seq.admissions = 1;
-        self.out.admissions.push(Admission { id: seq.id, reused_tokens: 0, readmission: false });
+        self.out.admissions.push(Admission { id: seq.id, reused_tokens: 0, readmission: false, host_reused_tokens: None });
     }
 
     fn admit_waiting(&mut self, budget: &mut u64) {
@@ -273,7 +294,8 @@ impl VllmCore {
                 self.running.push(s);
                 let seq = self.seq_mut(s);
                 seq.admissions += 1;
-                let admission = Admission { id: seq.id, reused_tokens: hit.cached_tokens, readmission: seq.admissions > 1 };
+                let admission =
+                    Admission { id: seq.id, reused_tokens: hit.cached_tokens, readmission: seq.admissions > 1, host_reused_tokens: None };
                 self.out.metrics.cache_hit_tokens += hit.cached_tokens as u64;
                 self.out.metrics.cache_query_tokens += len as u64;
                 self.out.admissions.push(admission);
@@ -469,14 +491,17 @@ impl VllmCore {
                     let final_len = seq.prompt_len() + seq.max_output;
                     seq.blocks.reserve_exact(final_len.div_ceil(self.cfg.block_size).min(self.cfg.num_blocks) as usize);
                 }
-                let ok = if held == 0 {
+                let (hits, fresh): (&[SlotId], u32) = if held == 0 {
                     let hits: &[SlotId] = if cached > 0 { &hit.expect("hit").slots } else { &[] };
-                    let fresh = target_blocks - hits.len() as u32;
-                    self.pool.reserve(hits, fresh, &mut seq.blocks)
+                    (hits, target_blocks - hits.len() as u32)
                 } else {
-                    self.pool.reserve(&[], target_blocks.saturating_sub(held), &mut seq.blocks)
+                    (&[], target_blocks.saturating_sub(held))
                 };
-                if ok {
+                let free = self.pool.free();
+                if self.pool.reserve(hits, fresh, &mut seq.blocks) {
+                    if self.offload.is_some() && fresh > 0 {
+                        self.fence_fresh(s, fresh, free);
+                    }
                     break;
                 }
                 if from_waiting || self.cfg.capacity == Capacity::NoEvict {
@@ -513,6 +538,17 @@ impl VllmCore {
         Scheduled::Yes
     }
 
+    /// Native offload: `s` just took its last `fresh` blocks (`free` slots were free before);
+    /// the pass computes after any store still reading them.
+    fn fence_fresh(&mut self, s: u32, fresh: u32, free: u32) {
+        let seq = self.seqs[s as usize].as_ref().expect("live sequence");
+        let new = &seq.blocks[seq.blocks.len() - fresh as usize..];
+        let readers = self.pool.native_mut().claim_fresh(new, free.min(fresh) as usize);
+        if !readers.is_empty() {
+            self.offload.as_mut().expect("an offload rank").fence(&readers);
+        }
+    }
+
     /// Registers `s`'s computed full blocks up to `full` in the prefix cache.
     fn make_visible(&mut self, s: u32, full: u32) {
         let bs = self.cfg.block_size;
@@ -536,6 +572,9 @@ impl VllmCore {
     /// Recompute-style preemption: the victim drops all its blocks (leaf first, so they stay
     /// cached and its tail goes first) and waits at the head of the queue.
     fn preempt(&mut self, victim: u32, budget: &mut u64) {
+        if let Some(o) = &mut self.offload {
+            o.preempted(victim);
+        }
         let pos = self.running.iter().position(|&r| r == victim).expect("victim is running");
         self.running.remove(pos);
         if let Some(k) = self.chunks.iter().position(|c| c.seq == victim) {
@@ -567,6 +606,25 @@ impl VllmCore {
             self.pool.release(b);
         }
         seq.blocks.clear();
+    }
+
+    /// Native offload, after the pass is timed: when its compute starts, and with G3 whether it
+    /// is to be stepped again at once (it took no time and changed the tiers' state).
+    fn end_offload_pass(&mut self) {
+        let o = self.offload.as_mut().expect("an offload rank");
+        let start = o.compute_start(o.now);
+        self.out.compute_start_ms = Some(start);
+        let progress =
+            !self.chunks.is_empty() || !self.out.tokens.is_empty() || self.out.steady_tokens > 0 || !self.out.finished.is_empty();
+        if let Some(g3) = &mut o.g3
+            && progress
+        {
+            g3.note_rank_progress();
+        }
+        let instant = start == o.now && self.out.duration.is_zero();
+        self.retry_at_once = instant
+            && self.g3_epoch_before.is_some()
+            && (o.g3_epoch() != self.g3_epoch_before || o.next_deadline().is_some_and(|d| d <= o.now));
     }
 
     /// The pass as scheduled: its prefill chunks and decodes, and who waits (never admitted:
@@ -628,6 +686,7 @@ impl VllmCore {
             self.timer.decode(batch, context, total)
         };
         self.out.duration = prefill + decode;
+        self.out.prefill_duration = prefill;
         self.out.metrics = RankMetrics {
             cache_hit_tokens: self.out.metrics.cache_hit_tokens,
             cache_query_tokens: self.out.metrics.cache_query_tokens,
@@ -688,6 +747,9 @@ impl VllmCore {
         } else {
             self.release_blocks(s);
         }
+        if let Some(o) = &mut self.offload {
+            o.forget(s);
+        }
         let seq = self.seqs[s as usize].take().expect("live sequence");
         self.free_seq_slots.push(s);
         self.out.finished.push(Finished { id: seq.id, outcome, steady_tokens: seq.streak });
@@ -709,6 +771,9 @@ impl Scheduler for VllmCore {
     fn step(&mut self) -> &PassOutput {
         self.out.clear();
         self.chunks.clear();
+        if let Some(o) = &self.offload {
+            self.g3_epoch_before = o.g3_epoch();
+        }
         self.whole_hits.clear();
         let mut budget = self.cfg.budget;
         let mut preempted = false;
@@ -739,7 +804,14 @@ impl Scheduler for VllmCore {
 
         // Admission, in FIFO order, only in a pass that preempted nobody.
         if !preempted {
-            self.admit_waiting(&mut budget);
+            if self.offload.is_some() {
+                self.admit_with_offload(&mut budget);
+            } else {
+                self.admit_waiting(&mut budget);
+            }
+        }
+        if self.offload.is_some() {
+            self.offer_stores();
         }
         if self.fpm {
             self.out.fpm = self.forward_pass_metrics();
@@ -747,18 +819,26 @@ impl Scheduler for VllmCore {
 
         let (admitted_batch, admitted_context) = self.emit_tokens(admitted_from);
         self.finish_pass(batch + admitted_batch, context + admitted_context);
+        if self.offload.is_some() {
+            self.end_offload_pass();
+        }
         &self.out
     }
 
     /// Whether a pass now would do anything.
     fn has_work(&self) -> bool {
+        if self.offload.is_some() {
+            // The reference steps such a rank even when its pass will do nothing (it has no
+            // stall shortcut): such passes touch the host LRU and probe G3.
+            return !self.running.is_empty() || !self.waiting.is_empty() || self.connector_ready();
+        }
         !self.running.is_empty()
             || !self.stalled
                 && if self.destinations_pending { self.first_in_place().is_some() } else { self.waiting.len() > self.pending_kv }
     }
 
     fn in_flight(&self) -> usize {
-        self.waiting.len() + self.running.len()
+        self.waiting.len() + self.running.len() + self.offload.as_ref().map_or(0, |o| o.connector.len())
     }
 
     /// Blocks a new allocation could take: free, or cached and unreferenced.
@@ -769,6 +849,12 @@ impl Scheduler for VllmCore {
     fn abandon(&mut self, reason: &str) -> Vec<Finished> {
         let mut all: Vec<u32> = self.running.drain(..).collect();
         all.extend(self.waiting.drain(..));
+        if let Some(o) = &mut self.offload {
+            all.extend(o.connector.drain(..));
+            for r in o.requests.iter_mut().flatten() {
+                r.in_connector = false;
+            }
+        }
         self.reserved.clear();
         self.pending_kv = 0;
         let mark = self.out.finished.len();
@@ -801,9 +887,16 @@ impl Scheduler for VllmCore {
     fn check(&self) -> Result<(), String> {
         self.pool.check()?;
         let waiting_held: usize = self.waiting.iter().map(|&s| self.seq(s).blocks.len()).sum();
+        // With offload, requests the connector deferred hold their load destinations, and a
+        // shared pool's stores hold their sources.
+        let onboarding_held: usize = self
+            .offload
+            .as_ref()
+            .map_or(0, |o| o.connector.iter().map(|&s| self.seq(s).blocks.len()).sum::<usize>() + self.pool.native().held_by_stores());
         let held: usize = self.running.iter().map(|&s| self.seq(s).blocks.len()).sum::<usize>()
             + self.held.values().map(Vec::len).sum::<usize>()
-            + waiting_held;
+            + waiting_held
+            + onboarding_held;
         if self.waiting.iter().any(|&s| !self.seq(s).blocks.is_empty() && self.seq(s).admissions > 0) {
             return Err("a preempted request waits holding blocks".into());
         }
@@ -837,6 +930,40 @@ impl Scheduler for VllmCore {
 
     fn set_steady_tokens(&mut self, on: bool) {
         self.steady_tokens = on;
+    }
+
+    fn has_offload(&self) -> bool {
+        self.offload.is_some()
+    }
+
+    fn set_pass_time(&mut self, now_ms: f64) {
+        if let Some(o) = &mut self.offload {
+            o.now = now_ms;
+        }
+    }
+
+    fn pass_boundary(&mut self, end_ms: f64, events: &mut Vec<KvEvent>) {
+        if self.offload.is_some() {
+            self.offload_boundary(end_ms, events);
+        }
+    }
+
+    fn settle_transfers(&mut self, now_ms: f64, events: &mut Vec<KvEvent>) {
+        if self.offload.is_some() {
+            self.offload_settle(now_ms, events);
+        }
+    }
+
+    fn next_transfer_deadline(&self) -> Option<f64> {
+        self.offload.as_ref().and_then(|o| o.next_deadline())
+    }
+
+    fn transfers_pending(&self) -> bool {
+        self.offload.as_ref().is_some_and(|o| o.has_work())
+    }
+
+    fn retry_at_once(&self) -> bool {
+        self.retry_at_once
     }
 
     fn take_open_streaks(&mut self) -> Vec<(u64, u32)> {

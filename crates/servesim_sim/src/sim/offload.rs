@@ -1,0 +1,233 @@
+//! The harness's side of native KV offload: the clock the engines' transfer tiers need.
+//!
+//! The engines compute transfer deadlines from the times handed to them; the harness comes
+//! back at those deadlines, in the reference's order at each timestamp, repeated until
+//! nothing changes:
+//!
+//! 1. idle workers whose transfers are due settle them (a busy worker's transfers land only
+//!    at its pass end: the framework sees them with the pass's output);
+//! 2. pass ends, in worker order: every rank of the worker settles its transfers and submits
+//!    the pass's stores, then the passes' effects apply; then idle workers settle again;
+//! 3. arrivals are routed;
+//! 4. idle workers with work start passes, lowest worker first. A pass may start computing
+//!    later than it starts (a fence on a store still reading its blocks); one that takes no
+//!    time ends at once, and if it changed nothing visible the worker is not stepped again
+//!    until the next round (with G3, a pass that changed the tiers is stepped again at once).
+//!    Every round restarts from the lowest worker, so a worker whose pass did nothing is
+//!    stepped again after another worker's pass starts — such passes still touch the host
+//!    LRU and probe G3, as the reference's do.
+//!
+//! The run ends when no transfer is left either; worker-seconds run to that last deadline.
+
+use super::Simulation;
+use crate::queue::EventKind;
+use servesim_engine::kv::offload::{G2Domain, G3Stats, Tiers};
+use servesim_engine::perf::duration_ms;
+
+/// Rounds of one timestamp after which the harness gives up on it (a guard: the reference
+/// aborts a replay whose internal work does not converge).
+const MAX_ROUNDS: u32 = 100_000;
+
+/// What starting a pass of a worker did, at an instant.
+enum Started {
+    /// It ends later: its end is scheduled.
+    Later,
+    /// It took no time and had visible effects.
+    Effects,
+    /// It took no time and changed nothing visible; `retry`: step it again at once.
+    Nothing { retry: bool },
+}
+
+impl Simulation {
+    /// The pools' shared tiers, for the report (`g3_offload`, `g2_domains`).
+    pub(super) fn offload_report(tiers: &[Tiers]) -> (Option<G3Stats>, Vec<G2Domain>) {
+        let g3 = tiers.iter().find_map(Tiers::g3_stats);
+        let g2 = tiers.iter().filter_map(Tiers::g2_domain).collect();
+        (g3, g2)
+    }
+
+    /// The earliest transfer deadline of an idle worker's rank.
+    pub(super) fn next_transfer_deadline(&self) -> Option<f64> {
+        let f = &self.fleet;
+        f.workers
+            .iter()
+            .filter(|w| !w.busy)
+            .flat_map(|w| w.ranks.clone())
+            .filter_map(|r| f.ranks[r].engine.next_transfer_deadline())
+            .min_by(f64::total_cmp)
+    }
+
+    pub(super) fn transfers_pending(&self) -> bool {
+        self.fleet.ranks.iter().any(|r| r.engine.transfers_pending())
+    }
+
+    /// Everything that happens at `t` (see the module's order).
+    pub(super) fn drain_with_offload(&mut self, t: f64) {
+        for _ in 0..MAX_ROUNDS {
+            let mut changed = self.settle_idle(t);
+            let mut ended = false;
+            while let Some(e) = self.events.pop_due(t) {
+                match e.kind {
+                    EventKind::PassEnd { worker } => self.end_worker_pass(worker as usize, t),
+                    EventKind::TransferDone { request, rank } => self.transfer_done(request, rank as usize, t),
+                }
+                ended = true;
+            }
+            if ended {
+                changed = true;
+                self.settle_idle(t);
+            }
+            let dispatched = self.driver.dispatched();
+            self.route_arrivals(t);
+            changed |= self.driver.dispatched() != dispatched;
+            changed |= self.drive(t);
+            if !changed {
+                return;
+            }
+        }
+        self.give_up("the offload tiers' work at one instant does not converge");
+    }
+
+    /// Ends every request still held (the harness's last resort).
+    fn give_up(&mut self, why: &str) {
+        for r in 0..self.fleet.ranks.len() {
+            for f in self.fleet.ranks[r].engine.abandon(why) {
+                self.finish_request(f.id as u32, crate::report::Status::Unschedulable, Some(why.to_string()));
+            }
+        }
+    }
+
+    /// Idle workers settle their due transfers until none is due; true if any did.
+    fn settle_idle(&mut self, t: f64) -> bool {
+        let mut any = false;
+        for _ in 0..MAX_ROUNDS {
+            let mut settled = false;
+            for w in 0..self.fleet.workers.len() {
+                if self.fleet.workers[w].busy {
+                    continue;
+                }
+                for r in self.fleet.workers[w].ranks.clone() {
+                    if self.fleet.ranks[r].engine.next_transfer_deadline().is_some_and(|d| d <= t) {
+                        let mut events = Vec::new();
+                        self.fleet.ranks[r].engine.settle_transfers(t, &mut events);
+                        self.apply_tier_events(r, &events, t);
+                        settled = true;
+                    }
+                }
+            }
+            if !settled {
+                return any;
+            }
+            any = true;
+        }
+        any
+    }
+
+    /// KV events the tiers caused outside a pass reach the router.
+    pub(super) fn apply_tier_events(&mut self, r: usize, events: &[servesim_engine::kv::KvEvent], t: f64) {
+        if events.is_empty() {
+            return;
+        }
+        let (pool, target) = (self.fleet.ranks[r].pool, self.fleet.ranks[r].target);
+        self.fleet.pools[pool].router.apply_events(target, events, t);
+        // The event stream carries them like any other KV event.
+        if let Some(log) = &mut self.fleet.idle_events {
+            log.extend(events.iter().map(|e| (r, e.clone())));
+        }
+    }
+
+    /// Starts passes on idle workers with work (see the module's order); true if any started.
+    fn drive(&mut self, t: f64) -> bool {
+        let mut changed = false;
+        let mut rounds = 0;
+        'round: loop {
+            for w in 0..self.fleet.workers.len() {
+                let mut retries = 0;
+                while !self.fleet.workers[w].busy && self.fleet.workers[w].ranks.clone().any(|r| self.fleet.ranks[r].engine.has_work()) {
+                    rounds += 1;
+                    if rounds > MAX_ROUNDS {
+                        self.give_up("passes at one instant do not converge");
+                        return true;
+                    }
+                    match self.start_offload_pass(w, t) {
+                        Started::Later | Started::Effects => {
+                            changed = true;
+                            continue 'round;
+                        }
+                        Started::Nothing { retry: true } if retries < 64 => retries += 1,
+                        Started::Nothing { .. } => break,
+                    }
+                }
+            }
+            return changed;
+        }
+    }
+
+    /// Steps every rank of worker `w` with work at `t`. A rank's compute may start later than
+    /// `t` (a fence); the worker's pass ends with its slowest rank.
+    fn start_offload_pass(&mut self, w: usize, t: f64) -> Started {
+        let mut end = t;
+        let mut retry = false;
+        for r in self.fleet.workers[w].ranks.clone() {
+            let rank = &mut self.fleet.ranks[r];
+            if !rank.engine.has_work() {
+                continue;
+            }
+            rank.engine.set_pass_time(t);
+            let out = rank.engine.step();
+            let start = out.compute_start_ms.unwrap_or(t);
+            // As the reference adds them: prefill, then decode, to the compute start.
+            end = end.max(start + duration_ms(out.prefill_duration) + duration_ms(out.duration - out.prefill_duration));
+            rank.pending.clone_from(out);
+            retry |= rank.engine.retry_at_once();
+            rank.stepped = true;
+            self.passes += 1;
+            if self.checks
+                && let Err(e) = rank.engine.check()
+            {
+                panic!("worker {w}, rank {r}: {e} after the pass at {t} ms");
+            }
+        }
+        self.fleet.workers[w].busy = true;
+        if end > t {
+            self.events.push(end, EventKind::PassEnd { worker: w as u32 });
+            return Started::Later;
+        }
+        // It ends now: its boundary, then whether anything of it is visible (an admission, a
+        // preemption, work scheduled, an output, a KV event), then its effects.
+        let idle_events = self.offload_boundary(w, t);
+        let visible = idle_events
+            || self.fleet.workers[w].ranks.clone().any(|r| {
+                let p = &self.fleet.ranks[r].pending;
+                self.fleet.ranks[r].stepped
+                    && !(p.admissions.is_empty()
+                        && p.preempted.is_empty()
+                        && p.scheduled_tokens == 0
+                        && p.tokens.is_empty()
+                        && p.steady_tokens == 0
+                        && p.finished.is_empty()
+                        && p.kv_events.is_empty())
+            });
+        self.apply_worker_pass(w, t);
+        if visible { Started::Effects } else { Started::Nothing { retry } }
+    }
+
+    /// At a pass end of worker `w`: every rank settles its transfers and submits the pass's
+    /// stores; a rank that sat the pass out sends the events this causes to the router itself
+    /// (true if there were any).
+    pub(super) fn offload_boundary(&mut self, w: usize, t: f64) -> bool {
+        let mut idle_events = false;
+        for r in self.fleet.workers[w].ranks.clone() {
+            let rank = &mut self.fleet.ranks[r];
+            if rank.stepped {
+                rank.engine.pass_boundary(t, &mut rank.pending.kv_events);
+            } else {
+                let mut events = Vec::new();
+                rank.engine.pass_boundary(t, &mut events);
+                idle_events |= !events.is_empty();
+                self.apply_tier_events(r, &events, t);
+            }
+        }
+        idle_events
+    }
+}
