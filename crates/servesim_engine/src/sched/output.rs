@@ -164,6 +164,9 @@ impl Clone for PassOutput {
 impl PassOutput {
     pub fn clear(&mut self) {
         self.duration = Duration::ZERO;
+        // The prefix-cache counters are this pass's (the gauges are set again at its end).
+        self.metrics.cache_hit_tokens = 0;
+        self.metrics.cache_query_tokens = 0;
         self.admissions.clear();
         self.tokens.clear();
         self.steady_tokens = 0;

@@ -123,3 +123,18 @@ fn decode_pressure_retracts_the_request_with_fewest_tokens() {
     assert!(!retracted.is_empty());
     assert!(retracted.iter().all(|&id| id == 2), "{retracted:?}");
 }
+
+/// The prefix-cache counters are the pass's own: an extend pass reports its lookups, the
+/// decode pass after it none.
+#[test]
+fn prefix_cache_counters_are_per_pass() {
+    let mut e = engine(json!({"num_gpu_blocks": 16384}));
+    e.submit(req(1, 1, 100, 3));
+    e.step();
+    e.submit(req(2, 1, 100, 3));
+    let o = e.step();
+    assert_eq!((o.metrics.cache_hit_tokens > 0, o.metrics.cache_query_tokens), (true, 100));
+    let o = e.step();
+    assert_eq!(o.admissions.len(), 0);
+    assert_eq!((o.metrics.cache_hit_tokens, o.metrics.cache_query_tokens), (0, 0));
+}

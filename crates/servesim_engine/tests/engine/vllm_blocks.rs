@@ -211,6 +211,8 @@ fn a_prefix_hit_admission_pins_the_held_blocks_and_allocates_the_rest() {
     let p = step(&mut e);
     assert_eq!(p.tokens, vec![1, 2]);
     assert_eq!(counts(&p), (2, 0, 7, 9));
+    // The counters are per pass: a pass that admits nothing looks nothing up.
+    assert_eq!((p.hit, p.query), (0, 0));
     let p = step(&mut e);
     assert_eq!(p.finished, vec![(1, Outcome::Completed), (2, Outcome::Completed)]);
     assert_eq!((p.active, p.available), (0, 16));
