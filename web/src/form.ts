@@ -217,8 +217,11 @@ export class ConfigForm {
       const absent = getPath(this.defaults, field.path) === undefined;
       const unset = absent && (parsed.value === field.fallback || (field.kind === 'text' && parsed.value === null));
       setPath(this.state, field.path, unset ? undefined : parsed.value);
-      if (field.path === 'engine.backend' && parsed.value !== 'sglang' && getPath(this.state, 'engine.sglang') != null) {
-        setPath(this.state, 'engine.sglang', getPath(this.defaults, 'engine.sglang') ?? null);
+      // A scheduler's own knobs are refused under another scheduler: leaving it drops them.
+      for (const own of ['sglang', 'trtllm'] as const) {
+        if (field.path === 'engine.backend' && parsed.value !== own && getPath(this.state, `engine.${own}`) != null) {
+          setPath(this.state, `engine.${own}`, getPath(this.defaults, `engine.${own}`) ?? null);
+        }
       }
     }
     this.refresh();

@@ -450,3 +450,19 @@ test.describe('8. phones', () => {
     await screenshot(page, info, 'phone-390-full.png', true);
   });
 });
+
+test.describe('scheduler switches', () => {
+  test('leaving TRT-LLM drops its own knobs, which the other schedulers refuse', async ({ page }) => {
+    const errors = watchErrors(page);
+    const trt = { engine: { backend: 'trtllm', trtllm: { capacity_scheduler_policy: 'guaranteed_no_evict' } }, workload: { num_requests: 40 } };
+    await page.goto(`/${link(trt)}`);
+    await waitRun(page, 0);
+    await expect(page.locator('#message')).toBeHidden();
+    await andRun(page, () => page.locator('#f-engine-backend').selectOption('vllm'));
+    await expect(page.locator('#message')).toBeHidden();
+    // The numbers are those of the vLLM scenario on screen, which holds no TRT-LLM knobs.
+    const native = await expectEngineNumbers(page);
+    expect(native.summary).toEqual(cliRun({ engine: { backend: 'vllm' }, workload: { num_requests: 40 } }).summary);
+    expect(errors).toEqual([]);
+  });
+});
