@@ -261,3 +261,38 @@ fn events_are_written_and_change_nothing() {
     let bad = d.join("no-such-dir/events.jsonl");
     expect_error(&servesim(&["replay", case, "--events", bad.to_str().unwrap()]), &["no-such-dir/events.jsonl"]);
 }
+
+/// The harness examples of docs/harness.md show what it says they show.
+#[test]
+fn the_harness_examples_show_their_feature() {
+    let run = |name: &str| -> Value {
+        let o = servesim(&["run", repo().join("examples").join(name).to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    // Closed loop with sessions: later turns reuse their history; the SLO's goodput is counted.
+    let s = &run("closed-loop-sessions.json")["summary"];
+    assert_eq!(s["completed_requests"], 400, "{s}");
+    assert!(s["prefix_cache_reused_ratio"].as_f64().unwrap() > 0.3, "{s}");
+    assert!(s["goodput_completed_requests"].as_u64().unwrap() < 400 && s["meets_slo"].is_boolean(), "{s}");
+    // The load planner grows the pool, then shrinks it.
+    let p = &run("planner-load.json")["planner"];
+    let events = p["scaling_events"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["reason"] == "scale_up") && events.iter().any(|e| e["to_count"].as_u64() < e["from_count"].as_u64()), "{p}");
+    // The script starts a worker in each pool at 10 s; it is ready after startup_time.
+    let p = &run("scripted-scaling.json")["planner"];
+    let causes: Vec<&str> = p["lifecycle"].as_array().unwrap().iter().map(|l| l["cause"].as_str().unwrap()).collect();
+    assert!(causes.contains(&"manual_scale") && causes.contains(&"worker_ready_event"), "{causes:?}");
+    // Host offload: prompts come back from the host instead of being recomputed.
+    let with = run("offload.json");
+    let mut scenario: Value = serde_json::from_str(&std::fs::read_to_string(repo().join("examples/offload.json")).unwrap()).unwrap();
+    scenario["engine"].as_object_mut().unwrap().remove("native_host_offload");
+    let d = scratch("offload-example");
+    let plain = d.join("plain.json");
+    std::fs::write(&plain, scenario.to_string()).unwrap();
+    let o = servesim(&["run", plain.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let without: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let reuse = |v: &Value| v["summary"]["prefix_cache_reused_ratio"].as_f64().unwrap();
+    assert!(reuse(&with) > reuse(&without) + 0.2, "with {} without {}", reuse(&with), reuse(&without));
+}
