@@ -4,3 +4,4 @@ import './style.css';
 import './early';
 
 void import('./playground-ui');
+void import('./embed-builder');
