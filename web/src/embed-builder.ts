@@ -182,7 +182,8 @@ class EmbedBuilder {
 
 let builder: EmbedBuilder | null = null;
 
-document.getElementById('embed')?.addEventListener('click', () => {
+/** Opens the builder for the scenario on screen (its link is the page's hash). */
+export function openEmbedBuilder(): void {
   builder ??= new EmbedBuilder();
   void builder.open();
-});
+}

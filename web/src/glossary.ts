@@ -55,6 +55,8 @@ const KEYS: Record<string, string> = {
   prefill_gpus_per_worker: 'GPUs per prefill worker (tensor parallel × DP ranks)',
   decode_gpus_per_worker: 'GPUs per decode worker (tensor parallel × DP ranks)',
   gpu_hours: 'GPU-hours: GPUs × hours of the run',
+  gpu_seconds: 'GPU-seconds: GPUs × seconds of the run (worker-seconds times GPUs per worker)',
+  total_gpus: 'GPUs of the cluster: workers × GPUs per worker, over every pool',
 };
 
 /** A sentence explaining a summary key, or null for a key this page does not know. */

@@ -135,7 +135,7 @@ function statusLine(result: RunResult): string {
   const s = result.summary;
   const secs = fmt(result.now_ms / 1000);
   const took = result.elapsed_ms.toFixed(0);
-  if (result.cancelled) return `Cancelled: ${fmt(s.completed_requests)} of ${fmt(s.num_requests)} requests completed in ${secs} s simulated (${took} ms)`;
+  if (result.cancelled) return `Cancelled: ${fmt(s.completed_requests)} of ${fmt(result.requests)} requests completed in ${secs} s simulated (${took} ms)`;
   const done = s.completed_requests ?? 0;
   const all = s.num_requests ?? 0;
   const what = done === all ? `${fmt(all)} requests` : `${fmt(done)} of ${fmt(all)} requests completed`;

@@ -75,6 +75,8 @@ export const MAX_RANKS = 8;
 export interface RunResult {
   id: number;
   cancelled: boolean;
+  /** Requests in the workload (a cancelled run's `num_requests` counts only those that arrived). */
+  requests: number;
   summary: Summary;
   config: EffectiveConfig;
   series: TimeSeries;

@@ -85,6 +85,7 @@ async function run(
   const result: RunResult = {
     id,
     cancelled: sim.cancelled,
+    requests: sim.numRequests(),
     summary: sim.summary(),
     config: sim.config(),
     series,
