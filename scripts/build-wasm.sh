@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the browser engine: cargo (wasm32, profile `wasm`) → wasm-bindgen --target web →
-# wasm-opt -O3 (npm binaryen ≥ 116; Debian's 108 corrupts wasm-bindgen output) → web/pkg/.
+# Builds the engine's npm package in web/pkg with wasm-pack (`--target web`, cargo profile
+# `wasm`), using the wasm-bindgen-cli on PATH (pinned to the crate's version; wasm-pack
+# downloads nothing with `--mode no-install`), then wasm-opt -O3 from the npm package
+# binaryen (>= 116; Debian's 108 corrupts wasm-bindgen output), then names the package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
@@ -9,10 +11,14 @@ if [ "$want" != "$have" ]; then
   echo "build-wasm: wasm-bindgen-cli '${have:-missing}' != the crate's $want; run: bash scripts/setup.sh" >&2
   exit 1
 fi
-target_dir=${CARGO_TARGET_DIR:-target}
-cargo build --locked -p servesim_wasm --target wasm32-unknown-unknown --profile wasm
+if ! command -v wasm-pack >/dev/null; then
+  echo "build-wasm: wasm-pack is missing; run: bash scripts/setup-wasm-tools.sh" >&2
+  exit 1
+fi
 rm -rf web/pkg
-wasm-bindgen --target web --out-dir web/pkg "$target_dir/wasm32-unknown-unknown/wasm/servesim_wasm.wasm"
+# --no-opt: wasm-pack would download its own binaryen; ours comes from npm (below).
+wasm-pack --quiet build crates/servesim_wasm --target web --out-dir ../../web/pkg --out-name servesim_wasm \
+  --mode no-install --no-opt --profile wasm -- --locked
 WASM_OPT=${WASM_OPT:-node_modules/.bin/wasm-opt}
 if [ -x "$WASM_OPT" ]; then
   ver=$("$WASM_OPT" --version | grep -oE '[0-9]+' | head -1)
@@ -26,4 +32,12 @@ if [ -x "$WASM_OPT" ]; then
 else
   echo "build-wasm: no wasm-opt (run npm ci first); keeping the unoptimised module" >&2
 fi
+# The package's npm identity (wasm-pack takes the crate's name) and its entry points: the
+# module, its types, and the .wasm itself (Node reads it from disk: examples/node/run.mjs).
+(cd web/pkg && npm pkg set name=servesim \
+  'description=servesim: an LLM-serving simulator (Dynamo mocker semantics) as WebAssembly, for browsers and Node' \
+  'keywords[]=llm' 'keywords[]=inference' 'keywords[]=simulator' 'keywords[]=kv-cache' 'keywords[]=webassembly' \
+  'exports[.][types]=./servesim_wasm.d.ts' 'exports[.][default]=./servesim_wasm.js' \
+  'exports[./servesim_wasm_bg.wasm]=./servesim_wasm_bg.wasm' 'exports[./package.json]=./package.json' \
+  'engines.node=>=20.6')
 ls -l web/pkg/servesim_wasm_bg.wasm | awk '{print "build-wasm: web/pkg/servesim_wasm_bg.wasm " $5 " bytes"}'

@@ -6,16 +6,13 @@ rustup target add wasm32-unknown-unknown
 rustup component add clippy rustfmt
 cargo build --release --locked -p servesim_cli
 
-# --- web playground: Chromium for the end-to-end tests, wasm-bindgen-cli, npm packages, the site.
+# --- web playground: Chromium for the end-to-end tests, wasm-bindgen-cli and wasm-pack, npm
+# packages, the site.
 if [ ! -x /usr/bin/chromium ] && [ -z "${CHROMIUM_PATH:-}" ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y chromium
 fi
-want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
-if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$want" ]; then
-  # Exactly the crate's version; no --locked (its lockfile pins a crate the registry lacks).
-  cargo install wasm-bindgen-cli --version "$want"
-fi
+bash scripts/setup-wasm-tools.sh   # wasm-bindgen-cli (pinned) and wasm-pack, from crates.io
 npm ci --no-audit --no-fund --loglevel=warn
 npm run build          # scripts/build-wasm.sh, then the static site in web/dist

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test: native unit, conformance and stress tests; the wasm32 build check; the web
-# playground's wasm tests (Node), lint and format check, unit and end-to-end tests (Chromium).
+# playground's wasm tests (Node), the npm package from Node, lint and format check, unit and end-to-end tests (Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== format and lints (rustfmt, clippy natively and for wasm32)"
@@ -12,8 +12,8 @@ cargo test --workspace --locked --release
 echo "== engine and harness build for wasm32"
 cargo check --locked --target wasm32-unknown-unknown -p servesim_engine -p servesim_sim
 
-echo "== wasm adapter in Node (wasm-bindgen-test)"
-cargo test --locked -p servesim_wasm --target wasm32-unknown-unknown
+echo "== wasm adapter in Node (wasm-pack test; wasm-bindgen-test-runner from PATH)"
+wasm-pack test --node --mode no-install crates/servesim_wasm --locked
 echo "== web build (wasm + static site in web/dist)"
 npm run build
 echo "== wasm and native agree, byte for byte (every conformance case through both)"
@@ -21,6 +21,8 @@ cargo build --locked --release -p servesim_cli
 node scripts/replay-wasm.mjs --check tests/conformance/cases/*.json
 # The documented command itself, byte for byte (npm's banner would break this: see .npmrc).
 npm run replay:wasm -- tests/conformance/cases/vllm-prefix.json | cmp - <(target/release/servesim replay tests/conformance/cases/vllm-prefix.json)
+echo "== the npm package from Node: examples/node/run.mjs prints what \`servesim run\` prints"
+bash scripts/check-node-example.sh
 echo "== web lint and format (Biome; fails on any finding or unformatted file; tsc ran in the web build)"
 npx biome ci
 echo "== web unit tests (vitest; the real engine module in Node)"

@@ -2,6 +2,8 @@ import { defineConfig } from '@playwright/test';
 
 // Drives Debian's /usr/bin/chromium (no browser download); serves the production build.
 const port = Number(process.env.PORT ?? 4173);
+/** The static server of tests/static-server.mjs (the deployed site). */
+const sitePort = Number(process.env.SITE_PORT ?? 4174);
 
 export default defineConfig({
   testDir: './tests',
@@ -29,11 +31,22 @@ export default defineConfig({
       ],
     },
   },
-  webServer: {
-    command: `node ../node_modules/vite/bin/vite.js preview --config vite.config.ts --host 127.0.0.1 --port ${port} --strictPort`,
-    cwd: import.meta.dirname,
-    url: `http://127.0.0.1:${port}/`,
-    reuseExistingServer: !process.env.CI,
-    timeout: 30_000,
-  },
+  webServer: [
+    {
+      command: `node ../node_modules/vite/bin/vite.js preview --config vite.config.ts --host 127.0.0.1 --port ${port} --strictPort`,
+      cwd: import.meta.dirname,
+      url: `http://127.0.0.1:${port}/`,
+      reuseExistingServer: !process.env.CI,
+      timeout: 30_000,
+    },
+    {
+      // The site as deployed: under /servesim/, precompressed files, immutable assets
+      // (embed.e2e.ts), and host pages on another origin.
+      command: `node tests/static-server.mjs ${sitePort}`,
+      cwd: import.meta.dirname,
+      url: `http://127.0.0.1:${sitePort}/servesim/`,
+      reuseExistingServer: !process.env.CI,
+      timeout: 30_000,
+    },
+  ],
 });

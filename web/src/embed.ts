@@ -1,5 +1,28 @@
-// Entry of embed.html, kept tiny: start the engine worker first, then load the view.
+// Entry of embed.html, kept tiny. An embed stays light until it is on screen: a docs page
+// with several embeds starts an engine (a worker and its wasm download, shared through the
+// HTTP cache) only for those the reader scrolls to.
 import './style.css';
-import './early';
+import './embed.css';
+import { parseOptions } from './embed-options';
+import { reportHeight } from './embed-resize';
 
-void import('./embed-ui');
+document.documentElement.dataset.theme = parseOptions(location.search).options.theme;
+reportHeight();
+
+function whenVisible(node: Element): Promise<void> {
+  if (typeof IntersectionObserver === 'undefined') return Promise.resolve();
+  return new Promise((resolve) => {
+    const seen = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) {
+        seen.disconnect();
+        resolve();
+      }
+    });
+    seen.observe(node);
+  });
+}
+
+void whenVisible(document.body).then(async () => {
+  await import('./early');
+  await import('./embed-ui');
+});

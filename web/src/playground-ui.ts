@@ -137,7 +137,7 @@ function statusLine(result: RunResult): string {
   const took = result.elapsed_ms.toFixed(0);
   // After a cancel num_requests counts the requests that had arrived (as after a cut-off).
   if (result.cancelled)
-    return `Cancelled: ${fmt(s.completed_requests)} of ${fmt(s.num_requests)} arrived requests completed in ${secs} s simulated (${took} ms)`;
+    return `Cancelled: ${fmt(s.completed_requests)} of ${fmt(result.requests)} requests completed (${fmt(s.num_requests)} arrived) in ${secs} s simulated (${took} ms)`;
   const done = s.completed_requests ?? 0;
   const all = s.num_requests ?? 0;
   const what = done === all ? `${fmt(all)} requests` : `${fmt(done)} of ${fmt(all)} requests completed`;

@@ -4,3 +4,5 @@ import './style.css';
 import './early';
 
 void import('./playground-ui');
+// The Embed builder loads on its first use.
+document.getElementById('embed')?.addEventListener('click', () => void import('./embed-builder').then((m) => m.openEmbedBuilder()));

@@ -1,7 +1,26 @@
 // Messages between the page and the engine worker (worker.ts).
 
-/** Named columns of equal length, one `Float64Array` each. */
-export type Columns = Record<string, Float64Array>;
+// The engine's result types are the package's own (crates/servesim_wasm/src/bindings.d.ts,
+// copied into web/pkg/servesim_wasm.d.ts by wasm-bindgen); they are re-exported here under
+// the names the page has always used.
+import type {
+  Cdf,
+  ClusterColumnName,
+  ClusterColumns,
+  Columns,
+  EffectiveConfig,
+  EngineTimeSeries,
+  LatencyCdfs,
+  PoolConfig,
+  Presets,
+  RankSeries,
+  Reason,
+  RecordColumnName,
+  RecordColumns,
+  Summary,
+} from '../pkg/servesim_wasm.js';
+
+export type { Cdf, ClusterColumns, Columns, EffectiveConfig, LatencyCdfs, PoolConfig, Presets, RankSeries, Reason, RecordColumns, Summary };
 
 /**
  * The per-request record columns servesim_wasm's `records()` hands over: one entry per
@@ -20,12 +39,18 @@ export const RECORD_COLUMNS = [
   'status',
   'worker',
   'ttst_ms',
-] as const;
-export type RecordColumns = Record<(typeof RECORD_COLUMNS)[number], Float64Array>;
+] as const satisfies readonly RecordColumnName[];
 
 /** The cluster-wide time-series columns (`timeseries().cluster`), one entry per window. */
-export const CLUSTER_COLUMNS = ['requests_completed', 'input_tok_s', 'output_tok_s', 'ttft_p50_ms', 'ttft_p99_ms', 'itl_p50_ms', 'itl_p99_ms'] as const;
-export type ClusterColumns = Record<(typeof CLUSTER_COLUMNS)[number], Float64Array>;
+export const CLUSTER_COLUMNS = [
+  'requests_completed',
+  'input_tok_s',
+  'output_tok_s',
+  'ttft_p50_ms',
+  'ttft_p99_ms',
+  'itl_p50_ms',
+  'itl_p99_ms',
+] as const satisfies readonly ClusterColumnName[];
 
 /**
  * Entry `i` of a column, for an `i` within a sibling column of the same table. The engine's
@@ -38,80 +63,25 @@ export function entry(column: Float64Array, i: number): number {
   return v;
 }
 
-export interface RankSeries {
-  /** The pool the rank serves in, as the harness names it. */
-  pool: string;
-  worker: number;
-  dp_rank: number;
-  columns: Columns;
-}
-
-export interface TimeSeries {
-  interval_ms: number;
-  /** "engine": the harness's per-pass metrics. */
-  source: string;
-  t_ms: Float64Array;
-  cluster: ClusterColumns;
-  /** The first ranks only (the charts show up to `MAX_RANKS`); the CSV export has them all. */
-  ranks: RankSeries[];
-  /** Ranks in the run. */
+/** The engine's time series, with the first ranks only (the charts show up to `MAX_RANKS`). */
+export interface TimeSeries extends EngineTimeSeries {
+  /** Ranks in the run (the CSV export has them all). */
   rank_count: number;
 }
 
 /** Ranks whose series the worker hands over (and the charts draw). */
 export const MAX_RANKS = 8;
 
-export interface Reason {
-  request: number;
-  status: string;
-  reason: string;
-}
-
-/** One pool's effective figures (servesim_sim's `report::config`). */
-export interface PoolConfig {
-  pool: string;
-  workers: number;
-  dp_size: number;
-  tensor_parallel_size: number;
-  gpus_per_worker: number;
-  gpus: number;
-  backend: string;
-  block_size: number;
-  /** KV blocks per DP rank. */
-  num_gpu_blocks: number;
-  kv_tokens_per_rank: number;
-  kv_bytes_per_token: number | null;
-  kv_gib_per_rank: number | null;
-  timing: {
-    type: string;
-    model?: string;
-    gpu?: string;
-    tp?: number;
-    params_billion?: number;
-    weight_gb?: number;
-    weight_gb_per_gpu?: number;
-  };
-}
-
-/** What a scenario runs with: `servesim run`'s `config`. */
-export interface EffectiveConfig {
-  total_gpus: number;
-  pools: PoolConfig[];
-  /** Settings that change nothing in this combination, with the reason. */
-  no_effect: { field: string; reason: string }[];
-}
-
-/** A CDF: x values (ms) and their percentiles, at most a few hundred points. */
-export type Cdf = [number[], number[]];
-
 export interface RunResult {
   id: number;
   cancelled: boolean;
-  summary: Record<string, number>;
+  /** Requests in the workload (a cancelled run's `num_requests` counts only those that arrived). */
+  requests: number;
+  summary: Summary;
   config: EffectiveConfig;
   series: TimeSeries;
   /** TTFT, TPOT and E2E of the completed requests, computed in the worker. */
-  cdfs: { ttft: Cdf; tpot: Cdf; e2e: Cdf };
+  cdfs: LatencyCdfs;
   /** The first reasons (up to 50) of requests that could not complete. */
   reasons: Reason[];
   reason_count: number;
@@ -119,14 +89,6 @@ export interface RunResult {
   now_ms: number;
   /** Wall-clock ms the worker spent building and running the simulation. */
   elapsed_ms: number;
-}
-
-/** The roofline presets with their figures, as the engine reports them. */
-export interface Presets {
-  models: { id: string; spec: Record<string, unknown>; params_billion: number; kv_bytes_per_token: Record<string, number> }[];
-  gpus: { id: string; spec: { bf16_tflops: number; fp8_tflops: number | null; hbm_gb_per_s: number; hbm_gb: number } }[];
-  kv_dtypes: string[];
-  weight_dtypes: string[];
 }
 
 export type ExportKind = 'json' | 'requests' | 'series';

@@ -15,7 +15,7 @@ import init, {
   version,
 } from '../pkg/servesim_wasm.js';
 import { recordsCsv, seriesCsv } from './exports';
-import { type ExportKind, MAX_RANKS, type RecordColumns, type Reply, type Request, type RunResult, type TimeSeries } from './protocol';
+import { type ExportKind, MAX_RANKS, type Reply, type Request, type RunResult, type TimeSeries } from './protocol';
 
 const ready = init();
 const cancelled = new Set<number>();
@@ -79,16 +79,17 @@ async function run(
     }
   }
   cancelled.delete(id);
-  const full = sim.timeseries() as unknown as TimeSeries;
-  const reasons = sim.reasons() as RunResult['reasons'];
+  const full = sim.timeseries();
+  const reasons = sim.reasons();
   const series: TimeSeries = { ...full, ranks: full.ranks.slice(0, MAX_RANKS), rank_count: full.ranks.length };
   const result: RunResult = {
     id,
     cancelled: sim.cancelled,
+    requests: sim.numRequests(),
     summary: sim.summary(),
     config: sim.config(),
     series,
-    cdfs: sim.latencyCdfs(MAX_CDF_POINTS) as RunResult['cdfs'],
+    cdfs: sim.latencyCdfs(MAX_CDF_POINTS),
     reasons: reasons.slice(0, 50),
     reason_count: reasons.length,
     now_ms: sim.nowMs(),
@@ -110,8 +111,8 @@ function exported(run: number, kind: ExportKind): string {
   const sim = kept.get(run);
   if (!sim) throw new Error('that run is no longer kept; run it again');
   if (kind === 'json') return sim.reportJson();
-  if (kind === 'requests') return recordsCsv(sim.records() as unknown as RecordColumns);
-  return seriesCsv(sim.timeseries() as unknown as TimeSeries);
+  if (kind === 'requests') return recordsCsv(sim.records());
+  return seriesCsv(sim.timeseries());
 }
 
 self.onmessage = async (ev: MessageEvent<Request>) => {

@@ -10,6 +10,7 @@
 //! natively as well as in Node.
 
 pub mod columns;
+mod types;
 
 use columns::{Columns, Series, Uploads};
 use js_sys::{Array, Float64Array, Object, Reflect, Uint8Array};
@@ -103,7 +104,12 @@ pub fn presets() -> Result<String, JsError> {
 /// to their bytes. Bytes both ways, not strings: a 20k-request trace and its answer are
 /// megabytes, and converting them to and from JS strings was 4 % of a replay.
 #[wasm_bindgen(js_name = replayCase)]
-pub fn replay_case(case_json: &str, source: &str, trace: &[u8], files: Option<Object>) -> Result<Vec<u8>, JsError> {
+pub fn replay_case(
+    case_json: &str,
+    source: &str,
+    trace: &[u8],
+    #[wasm_bindgen(unchecked_optional_param_type = "Record<string, Uint8Array>")] files: Option<Object>,
+) -> Result<Vec<u8>, JsError> {
     let case = servesim_sim::replay::Case::from_json_str(case_json, source).map_err(js_err)?;
     let mut uploads = Uploads { trace: Some(trace), read: &mut |name| read_file(&files, name) };
     // Its output has no time series: skip recording them, as the native replay does.
@@ -172,7 +178,12 @@ impl Simulation {
     /// the scenario gives uploaded files (an NPZ profile's `path`) to their bytes
     /// (`Uint8Array`s).
     #[wasm_bindgen(constructor)]
-    pub fn new(scenario_json: &str, trace: Option<String>, interval_ms: Option<f64>, files: Option<Object>) -> Result<Simulation, JsError> {
+    pub fn new(
+        scenario_json: &str,
+        #[wasm_bindgen(unchecked_optional_param_type = "string")] trace: Option<String>,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] interval_ms: Option<f64>,
+        #[wasm_bindgen(unchecked_optional_param_type = "Record<string, Uint8Array>")] files: Option<Object>,
+    ) -> Result<Simulation, JsError> {
         let scenario = Scenario::from_json_str(scenario_json).map_err(js_err)?;
         let interval = match interval_ms {
             None => Interval::Configured,
@@ -263,11 +274,13 @@ impl Simulation {
 
     /// The effective configuration (`servesim run`'s `config`): KV pool per rank, KV bytes
     /// per token, GPUs, settings without effect.
+    #[wasm_bindgen(unchecked_return_type = "EffectiveConfig")]
     pub fn config(&self) -> Result<JsValue, JsError> {
         to_js(&self.config)
     }
 
     /// The summary: Dynamo's replay-summary keys (`mean_ttft_ms`, `p99_ttft_ms`, ...).
+    #[wasm_bindgen(unchecked_return_type = "Summary")]
     pub fn summary(&self) -> Result<JsValue, JsError> {
         to_js(&self.report()?.summary())
     }
@@ -283,13 +296,14 @@ impl Simulation {
     /// a time is absent): arrival_ms, input_length, first_token_ms, last_token_ms, end_ms,
     /// output_tokens, reused_input_tokens, admissions, status (0 pending, 1 completed,
     /// 2 rejected, 3 unschedulable), worker, ttst_ms.
+    #[wasm_bindgen(unchecked_return_type = "RecordColumns")]
     pub fn records(&self) -> Result<Object, JsError> {
         Ok(columns_to_js(&columns::record_columns(&self.report()?.collector.records)))
     }
 
     /// CDFs of the completed requests' TTFT, TPOT and E2E latency, each `[xs, percentiles]`
     /// of at most about `max_points` points: `{ttft, tpot, e2e}`.
-    #[wasm_bindgen(js_name = latencyCdfs)]
+    #[wasm_bindgen(js_name = latencyCdfs, unchecked_return_type = "LatencyCdfs")]
     pub fn latency_cdfs(&self, max_points: usize) -> Result<Object, JsError> {
         let obj = Object::new();
         for (name, (xs, ys)) in columns::latency_cdfs(&self.report()?.collector.records, max_points) {
@@ -302,6 +316,7 @@ impl Simulation {
     }
 
     /// Why each rejected or unschedulable request stopped: `[{request, status, reason}]`.
+    #[wasm_bindgen(unchecked_return_type = "Reason[]")]
     pub fn reasons(&self) -> Result<JsValue, JsError> {
         let r = self.report()?;
         let list: Vec<_> = r
@@ -321,6 +336,7 @@ impl Simulation {
     /// [{pool, worker, dp_rank, columns: {running, waiting, kv_usage, prefix_hit_rate,
     /// preemptions}}]}`, every column a `Float64Array` aligned with `t_ms` (window ends; `NaN`
     /// where a window has no sample).
+    #[wasm_bindgen(unchecked_return_type = "EngineTimeSeries")]
     pub fn timeseries(&self) -> Result<Object, JsError> {
         Ok(series_to_js(&columns::engine_series(self.report()?.timeseries())))
     }

@@ -1,0 +1,150 @@
+// The shapes of what the engine hands to JavaScript. wasm-bindgen copies this text into the
+// package's servesim_wasm.d.ts (see `types.rs`), and the exports below name these types in
+// their signatures, so `summary()` is a `Summary`, not `any`.
+//
+// Every function that can fail throws a plain JS `Error` (`ServesimError` below) whose
+// `message` is the simulator's own: it names the scenario field (`engine.num_gpu_blockz:
+// unknown field ...`) or the trace line (`trace.jsonl:3: ...`).
+
+/** What the engine throws: an `Error` whose message names the field or the trace line. */
+export type ServesimError = Error;
+
+/** Named columns of equal length, one `Float64Array` each (`NaN` where a value is absent). */
+export type Columns = Record<string, Float64Array>;
+
+/** The per-request record columns, in the order `records()` hands them over. */
+export type RecordColumnName =
+  | 'arrival_ms'
+  | 'input_length'
+  | 'first_token_ms'
+  | 'last_token_ms'
+  | 'end_ms'
+  | 'output_tokens'
+  | 'reused_input_tokens'
+  | 'admissions'
+  | 'status'
+  | 'worker'
+  | 'ttst_ms';
+/**
+ * `records()`: one entry per request in each column; status 0 pending, 1 completed,
+ * 2 rejected, 3 unschedulable.
+ */
+export type RecordColumns = Record<RecordColumnName, Float64Array>;
+
+/** The cluster-wide time-series columns (`timeseries().cluster`). */
+export type ClusterColumnName = 'requests_completed' | 'input_tok_s' | 'output_tok_s' | 'ttft_p50_ms' | 'ttft_p99_ms' | 'itl_p50_ms' | 'itl_p99_ms';
+export type ClusterColumns = Record<ClusterColumnName, Float64Array>;
+
+/** One DP rank's time-series columns: running, waiting, kv_usage, prefix_hit_rate, preemptions. */
+export interface RankSeries {
+  /** The pool the rank serves in, as the harness names it. */
+  pool: string;
+  worker: number;
+  dp_rank: number;
+  columns: Columns;
+}
+
+/** `timeseries()`: every column aligned with `t_ms` (the window ends). */
+export interface EngineTimeSeries {
+  interval_ms: number;
+  /** "engine": the harness's per-pass metrics. */
+  source: string;
+  t_ms: Float64Array;
+  cluster: ClusterColumns;
+  ranks: RankSeries[];
+}
+
+/** The statistics written for each latency measure. */
+export type SummaryStat = 'mean' | 'min' | 'max' | 'median' | 'p75' | 'p90' | 'p95' | 'p99' | 'std';
+export type SummaryMeasure = 'ttft_ms' | 'ttst_ms' | 'tpot_ms' | 'itl_ms' | 'e2e_latency_ms' | 'output_token_throughput_per_user';
+
+/**
+ * `summary()`: Dynamo's replay-summary keys. A figure that is not a finite number is `null`;
+ * `meets_slo` is there only when the scenario sets an SLO, the goodput figures only with
+ * an SLA.
+ */
+export type Summary = {
+  num_requests: number;
+  completed_requests: number;
+  rejected_requests: number;
+  unschedulable_requests: number;
+  num_preemptions: number;
+  num_retractions: number;
+  total_input_tokens: number;
+  total_output_tokens: number;
+  duration_ms: number;
+  request_throughput_rps: number;
+  input_throughput_tok_s: number;
+  output_throughput_tok_s: number;
+  total_throughput_tok_s: number;
+  total_gpus: number;
+  gpu_hours: number;
+  prefix_cache_reused_ratio: number;
+  meets_slo?: boolean;
+} & { [K in `${SummaryStat}_${SummaryMeasure}`]: number } & Record<string, number | boolean | null | undefined>;
+
+/** One pool's effective figures. */
+export interface PoolConfig {
+  pool: string;
+  workers: number;
+  dp_size: number;
+  tensor_parallel_size: number;
+  gpus_per_worker: number;
+  gpus: number;
+  backend: string;
+  block_size: number;
+  /** KV blocks per DP rank. */
+  num_gpu_blocks: number;
+  kv_tokens_per_rank: number;
+  kv_bytes_per_token: number | null;
+  kv_gib_per_rank: number | null;
+  timing: {
+    type: string;
+    model?: string;
+    gpu?: string;
+    tp?: number;
+    params_billion?: number;
+    weight_gb?: number;
+    weight_gb_per_gpu?: number;
+    prefill_ms?: number;
+    decode_ms?: number;
+  };
+}
+
+/** What a scenario runs with: `servesim run`'s `config`. */
+export interface EffectiveConfig {
+  total_gpus: number;
+  pools: PoolConfig[];
+  /** Settings that change nothing in this combination, with the reason. */
+  no_effect: { field: string; reason: string }[];
+}
+
+/** A CDF: x values (ms, ascending) and their percentiles (0–100]. */
+export type Cdf = [number[], number[]];
+export interface LatencyCdfs {
+  ttft: Cdf;
+  tpot: Cdf;
+  e2e: Cdf;
+}
+
+/** Why a request could not complete. */
+export interface Reason {
+  /** The request's index in the workload. */
+  request: number;
+  status: 'pending' | 'completed' | 'rejected' | 'unschedulable';
+  reason: string;
+}
+
+/** `inspectScenario()`, parsed: the scenario as the engine reads it and what it would run with. */
+export interface Inspected {
+  scenario: Record<string, unknown>;
+  config: EffectiveConfig;
+}
+
+/** `presets()`, parsed: the roofline's model and GPU presets with their figures. */
+export interface Presets {
+  models: { id: string; spec: Record<string, unknown>; params_billion: number; kv_bytes_per_token: Record<string, number> }[];
+  gpus: { id: string; spec: { bf16_tflops: number; fp8_tflops: number | null; hbm_gb_per_s: number; hbm_gb: number } }[];
+  kv_dtypes: string[];
+  weight_dtypes: string[];
+}
