@@ -155,19 +155,43 @@ impl Sweep {
         (shard..self.len()).step_by(shards.max(1)).map(|i| self.point(i))
     }
 
+    /// The scenario of a point as JSON, before validation: the base with the point's values
+    /// set and the sweep's objective as its `slo` (a replay case's base is not a scenario).
+    pub fn merged_scenario(&self, p: &Point) -> Result<Value, SimError> {
+        let at = |e: SimError| SimError::new(format!("point {}: {e}", p.index));
+        let Base::Scenario(base) = &self.base else {
+            return Err(SimError::new("this sweep varies a replay case (`case`), not a scenario (`base`)"));
+        };
+        let mut v = base.clone();
+        for (field, value) in &p.set {
+            set_path(&mut v, field, value.clone()).map_err(at)?;
+        }
+        if let Some(slo) = &self.slo {
+            let slo = serde_json::to_value(slo).map_err(|e| SimError::new(e.to_string()))?;
+            set_path(&mut v, "slo", slo).map_err(at)?;
+        }
+        Ok(v)
+    }
+
+    /// A point's output line, as `servesim sweep` prints it (without the newline): `{"point",
+    /// "set", "summary", "meets_slo"?}`. One writer for the CLI and the page, so their lines
+    /// are the same bytes.
+    pub fn line(&self, p: &Point, summary: Map<String, Value>) -> String {
+        let met = self.meets(&summary);
+        let set: Map<String, Value> = p.set.iter().cloned().collect();
+        let mut out = serde_json::json!({"point": p.index, "set": set, "summary": summary});
+        if let Some(met) = met {
+            out["meets_slo"] = met.into();
+        }
+        out.to_string()
+    }
+
     /// The run of a point: the base with the point's values set (and the sweep's objective).
     pub fn input(&self, p: &Point, source: &str) -> Result<Input, SimError> {
         let at = |e: SimError| SimError::new(format!("point {}: {e}", p.index));
         match &self.base {
-            Base::Scenario(base) => {
-                let mut v = base.clone();
-                for (field, value) in &p.set {
-                    set_path(&mut v, field, value.clone()).map_err(at)?;
-                }
-                if let Some(slo) = &self.slo {
-                    let slo = serde_json::to_value(slo).map_err(|e| SimError::new(e.to_string()))?;
-                    set_path(&mut v, "slo", slo).map_err(at)?;
-                }
+            Base::Scenario(_) => {
+                let v = self.merged_scenario(p)?;
                 Ok(Input::Scenario(Scenario::from_json_str(&v.to_string()).map_err(at)?))
             }
             Base::Case(base) => {
