@@ -14,7 +14,7 @@ import { ConfigForm } from './form';
 import { explainMarked } from './glossary';
 import type { EffectiveConfig, ExportKind, RunResult } from './protocol';
 import { cliCommand, download, fmt, mechanism, renderHeadline, renderReasons, renderSummary } from './results';
-import { diff, getPath, type JsonObject, pretty } from './scenario';
+import { diff, getPath, type JsonObject, merge, pretty } from './scenario';
 import { specFromLink } from './sweep-spec';
 import { SweepPanel } from './sweep-ui';
 
@@ -101,12 +101,14 @@ function runs(): Run[] {
 
 /** The runs list above the results (shown with two runs or more). */
 function renderRunList(): void {
-  const first = pinned[0]?.scenario ?? currentScenario;
+  // Diffs of the full scenarios: a value reads as itself, not as "default".
+  const full = (partial: JsonObject) => merge(app.defaults, partial);
+  const first = full(pinned[0]?.scenario ?? currentScenario);
   const rows: RunRow[] = pinned.map((p) => ({
     label: p.label,
     color: p.run.color ?? null,
     gpus: p.run.result.config.total_gpus ?? null,
-    diff: settingsDiff(first, p.scenario),
+    diff: settingsDiff(first, full(p.scenario)),
     current: false,
   }));
   if (current)
@@ -114,7 +116,7 @@ function renderRunList(): void {
       label: runLabel(pinned.length),
       color: null,
       gpus: current.result.config.total_gpus ?? null,
-      diff: settingsDiff(first, currentScenario),
+      diff: settingsDiff(first, full(currentScenario)),
       current: true,
     });
   renderRuns($('runs'), rows, (label) => {

@@ -68,6 +68,14 @@ export class SweepPool {
     return id;
   }
 
+  /**
+   * Starts the workers and their engine modules ahead of a sweep (the panel calls this when it
+   * opens), so the first sweep does not wait for them.
+   */
+  warm(): void {
+    for (let k = 0; k < this.size; k++) this.worker(k);
+  }
+
   /** Stops every worker now; the next request starts new ones. */
   terminate(): void {
     for (const w of this.workers) w?.terminate();

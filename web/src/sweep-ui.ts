@@ -221,6 +221,9 @@ export class SweepPanel {
       this.results,
     );
     this.charts = new SweepCharts(root, (p) => this.open(p));
+    root.addEventListener('toggle', () => {
+      if (root.open) this.pool.warm();
+    });
     for (const b of this.exportBtns) b.disabled = true;
     for (const i of [...this.fields, ...this.values, ...Object.values(this.slo)])
       i.addEventListener('keydown', (e) => {
