@@ -55,6 +55,9 @@ const KEYS: Record<string, string> = {
   prefill_gpus_per_worker: 'GPUs per prefill worker (tensor parallel × DP ranks)',
   decode_gpus_per_worker: 'GPUs per decode worker (tensor parallel × DP ranks)',
   gpu_hours: 'GPU-hours: GPUs × hours of the run',
+  total_gpus: 'GPUs of the whole cluster: workers × GPUs per worker, over every pool',
+  gpu_seconds: 'GPU-seconds: GPUs × seconds of the run (what the run costs)',
+  meets_slo: 'Whether the run meets its SLO: every request completed, every p99 bound holds, and enough requests met the per-request thresholds',
 };
 
 /** A sentence explaining a summary key, or null for a key this page does not know. */

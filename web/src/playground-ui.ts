@@ -203,7 +203,11 @@ function statusLine(result: RunResult): string {
   const s = result.summary;
   const secs = fmt(result.now_ms / 1000);
   const took = result.elapsed_ms.toFixed(0);
-  if (result.cancelled) return `Cancelled: ${fmt(s.completed_requests)} of ${fmt(s.num_requests)} requests completed in ${secs} s simulated (${took} ms)`;
+  // A cancelled run's summary counts the requests that had arrived; the status names the
+  // workload's own count when it has one (a synthetic workload's), as the user asked for it.
+  const asked = getPath(merge(app.defaults, currentScenario), 'workload.num_requests');
+  const of = typeof asked === 'number' ? asked : s.num_requests;
+  if (result.cancelled) return `Cancelled: ${fmt(s.completed_requests)} of ${fmt(of)} requests completed in ${secs} s simulated (${took} ms)`;
   const done = s.completed_requests ?? 0;
   const all = s.num_requests ?? 0;
   const what = done === all ? `${fmt(all)} requests` : `${fmt(done)} of ${fmt(all)} requests completed`;
@@ -413,6 +417,9 @@ async function openHash(h: string): Promise<void> {
     } catch (e) {
       linkNote = (e as Error).message;
     }
+  } else if (sweep.linkSpec()) {
+    // Another link was opened: what is on screen is what it holds.
+    sweep.clear();
   }
   if (extras.runs !== undefined) await restorePinned(extras.runs);
   await publish(form.scenario);

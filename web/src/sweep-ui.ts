@@ -401,7 +401,8 @@ export class SweepPanel {
     this.job?.cancel();
   }
 
-  private clear(): void {
+  /** Clears the sweep and its results (a link without a sweep was opened, or Clear sweep). */
+  clear(): void {
     this.cancel();
     this.seq++;
     this.active = null;
