@@ -17,7 +17,7 @@ export interface Run {
   dash?: number[];
 }
 
-const PALETTE = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#db2777', '#0891b2', '#65a30d'];
+export const PALETTE = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#db2777', '#0891b2', '#65a30d'];
 
 type Table = [Float64Array | number[], ...(Float64Array | number[] | (number | null)[])[]];
 

@@ -6,7 +6,7 @@
 // invalid or are refused, and the status then never says "Done".
 
 import { type Boot, boot, element, hashFor, intervalFor, type LinkExtras, linkHash, pageUrl, STORAGE_KEY, Status, scenarioFromHash, showMessage } from './app';
-import { Charts, type Run } from './charts';
+import { Charts, PALETTE, type Run } from './charts';
 import { type LinkRun, MAX_PINNED, type Pinned, type RunRow, renderRuns, runLabel, runsFromLink, settingsDiff, styled } from './compare';
 import { takeSpeculative } from './early';
 import { EngineError } from './engine';
@@ -114,7 +114,8 @@ function renderRunList(): void {
   if (current)
     rows.push({
       label: runLabel(pinned.length),
-      color: null,
+      // The distributions draw the run after the pinned ones in the palette's second colour.
+      color: PALETTE[1] ?? null,
       gpus: current.result.config.total_gpus ?? null,
       diff: settingsDiff(first, full(currentScenario)),
       current: true,

@@ -66,6 +66,8 @@ export interface SweepChartInput {
   lines: PointLine[];
   fields: string[];
   slo: Slo | undefined;
+  /** The point the answer names (ringed in the Pareto chart). */
+  chosen: number | null;
 }
 
 const METRICS = [
@@ -151,11 +153,11 @@ export class SweepCharts {
       };
       this.plots.get(id)?.draw(opts, [xVals, ...data] as uPlot.AlignedData, picks);
     }
-    this.drawPareto(lines);
+    this.drawPareto(lines, input.chosen);
   }
 
   /** Output tokens/s per GPU against tokens/s per user; the front as a line. */
-  private drawPareto(lines: PointLine[]): void {
+  private drawPareto(lines: PointLine[], chosen: number | null): void {
     const pts = lines
       .map((l) => ({ l, x: tokPerUser(l.summary), y: tokPerGpu(l.summary) }))
       .filter((p): p is { l: PointLine; x: number; y: number } => p.x !== null && p.y !== null)
@@ -165,6 +167,7 @@ export class SweepCharts {
     const meets = pts.map((p) => (p.l.meets_slo === false ? null : p.y));
     const misses = pts.map((p) => (p.l.meets_slo === false ? p.y : null));
     const frontier = pts.map((p) => (front.has(p.l.point) ? p.y : null));
+    const answer = pts.map((p) => (p.l.point === chosen ? p.y : null));
     const anySlo = lines.some((l) => l.meets_slo !== undefined);
     const opts: uPlot.Options = {
       width: 0,
@@ -174,6 +177,7 @@ export class SweepCharts {
         { label: anySlo ? 'meets the SLO' : 'point', stroke: '#059669', fill: '#059669', width: 0, paths: () => null, points: { show: true, size: 9 } },
         { label: 'misses the SLO', stroke: SLO_COLOR, width: 0, paths: () => null, points: { show: true, size: 9 }, show: anySlo },
         { label: 'Pareto front', stroke: '#2563eb', width: 1.5, spanGaps: true, points: { show: false } },
+        { label: 'named above', stroke: '#111827', width: 0, paths: () => null, points: { show: true, size: 16, width: 2 }, show: chosen !== null },
       ],
       scales: { x: { time: false } },
       axes: [
@@ -184,7 +188,7 @@ export class SweepCharts {
     };
     this.plots.get('pareto')?.draw(
       opts,
-      [xs, meets, misses, frontier] as uPlot.AlignedData,
+      [xs, meets, misses, frontier, answer] as uPlot.AlignedData,
       pts.map((p) => p.l.point),
     );
   }

@@ -459,7 +459,7 @@ export class SweepPanel {
       '# save the sweep file (the sweep.json button); put any trace or profile it names next to it',
       `./target/release/servesim sweep sweep.json --jobs ${jobs} > sweep.jsonl`,
     ].join('\n');
-    if (lines.length) this.charts.draw({ lines, fields: ex.fields, slo });
+    if (lines.length) this.charts.draw({ lines, fields: ex.fields, slo, chosen: v.point });
     else this.charts.clear();
   }
 
