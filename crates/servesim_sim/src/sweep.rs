@@ -318,6 +318,27 @@ mod tests {
     }
 
     #[test]
+    fn a_line_is_point_set_summary_and_the_verdict_and_merging_sets_the_objective() {
+        let s = Sweep::from_json_str(
+            r#"{"base": {"seed": 3}, "vary": [{"field": "cluster.num_workers", "values": [2]}], "slo": {"p99_ttft_ms": 100}}"#,
+        )
+        .unwrap();
+        let p = s.point(0);
+        assert_eq!(s.merged_scenario(&p).unwrap(), json!({"seed": 3, "cluster": {"num_workers": 2}, "slo": {"p99_ttft_ms": 100.0}}));
+        let summary = |p99: f64| json!({"num_requests": 1, "completed_requests": 1, "p99_ttft_ms": p99}).as_object().unwrap().clone();
+        assert_eq!(
+            s.line(&p, summary(50.0)),
+            r#"{"point":0,"set":{"cluster.num_workers":2},"summary":{"num_requests":1,"completed_requests":1,"p99_ttft_ms":50.0},"meets_slo":true}"#
+        );
+        assert!(s.line(&p, summary(150.0)).ends_with(r#""meets_slo":false}"#));
+        // Without an objective there is no verdict.
+        let s = Sweep::from_json_str(r#"{"base": {}, "vary": [{"field": "seed", "values": [1]}]}"#).unwrap();
+        assert!(s.line(&s.point(0), summary(1.0)).ends_with(r#""p99_ttft_ms":1.0}}"#));
+        let case = Sweep::from_json_str(r#"{"case": {}, "vary": [{"field": "replay.num_workers", "values": [1]}]}"#).unwrap();
+        assert!(case.merged_scenario(&case.point(0)).unwrap_err().0.contains("replay case"));
+    }
+
+    #[test]
     fn errors_name_the_axis_and_the_point() {
         let e = Sweep::from_json_str(r#"{"base": {}, "vary": [{"field": "a", "values": []}]}"#).unwrap_err();
         assert_eq!(e.0, "vary[0]: no values");
