@@ -91,8 +91,10 @@ describe('the engine module', () => {
     expect(sim.cancelled).toBe(true);
     expect(sim.advance(10)).toBe(true);
     const s = sim.summary();
-    expect(s.num_requests).toBe(5000);
-    expect(s.completed_requests).toBeLessThan(5000);
+    // The summary counts the requests that had arrived when the run stopped (as a
+    // max_sim_time cut-off does), not the workload's 5000.
+    expect(s.num_requests).toBeLessThan(5000);
+    expect(s.completed_requests).toBeLessThan(s.num_requests);
   });
 
   it('runs an uploaded trace and names a bad line', () => {
