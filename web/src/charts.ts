@@ -12,9 +12,12 @@ export interface Run {
   result: RunResult;
   /** Drawn dashed and lighter (the pinned baseline). */
   baseline?: boolean;
+  /** A pinned run's own colour (distributions) and dash (every chart), when several are pinned. */
+  color?: string;
+  dash?: number[];
 }
 
-const PALETTE = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#db2777', '#0891b2', '#65a30d'];
+export const PALETTE = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#db2777', '#0891b2', '#65a30d'];
 
 type Table = [Float64Array | number[], ...(Float64Array | number[] | (number | null)[])[]];
 
@@ -152,7 +155,7 @@ export class Charts {
    */
   drawers(runs: Run[]): (() => void)[] {
     const style = (run: Run): { dash?: number[]; tag: string } => ({
-      dash: run.baseline ? [6, 4] : undefined,
+      dash: run.dash ?? (run.baseline ? [6, 4] : undefined),
       tag: runs.length > 1 ? `${run.label} ` : '',
     });
     const out: (() => void)[] = [];
@@ -207,7 +210,7 @@ export class Charts {
         }
         this.chart(id)?.draw(
           join(shown.map(({ table }) => table)),
-          shown.map(({ run }, i) => ({ label: `${style(run).tag}${name}`, color: color(i === 0 ? 0 : 1), dash: style(run).dash })),
+          shown.map(({ run }, i) => ({ label: `${style(run).tag}${name}`, color: run.color ?? color(i === 0 ? 0 : 1), dash: style(run).dash })),
           { xLabel: `${name} (ms)`, yLabel: 'percentile', yRange: [0, 100] },
         );
       });

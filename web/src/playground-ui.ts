@@ -5,15 +5,18 @@
 // settings are marked stale (`data-stale` on #results) while the settings differ, are
 // invalid or are refused, and the status then never says "Done".
 
-import { type Boot, boot, element, hashFor, intervalFor, pageUrl, STORAGE_KEY, Status, scenarioFromHash, showMessage } from './app';
-import { Charts, type Run } from './charts';
+import { type Boot, boot, element, hashFor, intervalFor, type LinkExtras, linkHash, pageUrl, STORAGE_KEY, Status, scenarioFromHash, showMessage } from './app';
+import { Charts, PALETTE, type Run } from './charts';
+import { type LinkRun, MAX_PINNED, type Pinned, type RunRow, renderRuns, runLabel, runsFromLink, settingsDiff, styled } from './compare';
 import { takeSpeculative } from './early';
 import { EngineError } from './engine';
 import { ConfigForm } from './form';
 import { explainMarked } from './glossary';
 import type { EffectiveConfig, ExportKind, RunResult } from './protocol';
 import { cliCommand, download, fmt, mechanism, renderHeadline, renderReasons, renderSummary } from './results';
-import { diff, getPath, type JsonObject, pretty } from './scenario';
+import { diff, getPath, type JsonObject, merge, pretty } from './scenario';
+import { specFromLink } from './sweep-spec';
+import { SweepPanel } from './sweep-ui';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -34,10 +37,16 @@ let app: Boot;
 let form: ConfigForm;
 let charts: Charts;
 let current: Run | null = null;
-let pinned: Run | null = null;
+/** Runs pinned for comparison (A, B, ...); the current run comes after them. */
+let pinned: Pinned[] = [];
+/** The non-default fields of the current run (what pinning it keeps). */
+let currentScenario: JsonObject = {};
 let job: { id: number; cancel: () => void } | null = null;
 /** Link hash of the form's scenario (kept up to date as it changes). */
 let hash = '';
+/** The page's link: the scenario's hash plus what travels with it (the sweep). */
+let link = '';
+let sweep: SweepPanel;
 /** The link hash of the scenario the results on screen belong to. */
 let resultsHash: string | null = null;
 /** An edit not yet checked and published. */
@@ -87,7 +96,66 @@ function updateMessage(): void {
 
 function runs(): Run[] {
   if (!current) return [];
-  return pinned ? [pinned, { ...current, label: 'B' }] : [current];
+  return [...pinned.map((p) => p.run), { ...current, label: runLabel(pinned.length) }];
+}
+
+/** The runs list above the results (shown with two runs or more). */
+function renderRunList(): void {
+  // Diffs of the full scenarios: a value reads as itself, not as "default".
+  const full = (partial: JsonObject) => merge(app.defaults, partial);
+  const first = full(pinned[0]?.scenario ?? currentScenario);
+  const rows: RunRow[] = pinned.map((p) => ({
+    label: p.label,
+    color: p.run.color ?? null,
+    gpus: p.run.result.config.total_gpus ?? null,
+    diff: settingsDiff(first, full(p.scenario)),
+    current: false,
+  }));
+  if (current)
+    rows.push({
+      label: runLabel(pinned.length),
+      // The distributions draw the run after the pinned ones in the palette's second colour.
+      color: PALETTE[1] ?? null,
+      gpus: current.result.config.total_gpus ?? null,
+      diff: settingsDiff(first, full(currentScenario)),
+      current: true,
+    });
+  renderRuns($('runs'), rows, (label) => {
+    pinned = pinned.filter((p) => p.label !== label).map((p, k) => ({ ...p, label: runLabel(k), run: styled(runLabel(k), p.run.result, k) }));
+    pinsChanged();
+  });
+}
+
+function pinsChanged(): void {
+  unpinBtn.hidden = pinned.length === 0;
+  pinBtn.textContent = pinned.length ? `Pin this run as ${runLabel(pinned.length)}` : 'Compare: pin as A';
+  pinBtn.disabled = !current || pinned.length >= MAX_PINNED;
+  void renderResults();
+  void publish(form.scenario);
+}
+
+/** Runs a link's pinned runs again (runs are deterministic) and pins them, in order. */
+async function restorePinned(list: unknown): Promise<void> {
+  let runsList: LinkRun[];
+  try {
+    runsList = runsFromLink(list);
+  } catch (e) {
+    linkNote = (e as Error).message;
+    return;
+  }
+  const restored: Pinned[] = [];
+  for (const [k, r] of runsList.entries()) {
+    try {
+      const interval = 'timeseries_interval_ms' in r.scenario ? undefined : 0;
+      const result = await app.engine.run(JSON.stringify(r.scenario), undefined, interval, () => {}).result;
+      restored.push({ label: runLabel(k), run: styled(runLabel(k), result, k), scenario: r.scenario });
+    } catch (e) {
+      linkNote = `Run ${r.label} of this link cannot run: ${(e as Error).message}`;
+      return;
+    }
+  }
+  pinned = restored;
+  pinsChanged();
 }
 
 let renderSeq = 0;
@@ -99,6 +167,7 @@ function renderResults(): Promise<void> {
   const { result } = current;
   const all = runs();
   renderHeadline($('headline'), all);
+  renderRunList();
   renderReasons($('reasons'), result.reasons, result.reason_count, result.cancelled);
   const mech = mechanism(result);
   const caption = $('preempt-caption');
@@ -113,7 +182,7 @@ function renderResults(): Promise<void> {
   note.dataset.windows = String(result.series.t_ms.length);
   note.dataset.lastMs = String(result.series.t_ms.at(-1) ?? 0);
   for (const b of ['export-json', 'export-csv', 'export-series']) $<HTMLButtonElement>(b).disabled = false;
-  pinBtn.disabled = false;
+  pinBtn.disabled = pinned.length >= MAX_PINNED;
   markStale();
   // The table first, then the charts, each in a task of its own.
   const draws = [() => renderSummary($<HTMLTableElement>('summary'), all), ...charts.drawers(all)];
@@ -189,6 +258,7 @@ async function run(): Promise<void> {
       job = null;
       runError = null;
       current = { label: 'B', result };
+      currentScenario = JSON.parse(scenarioJson) as JsonObject;
       resultsHash = forHash;
       main.dataset.hash = forHash;
       performance.mark('servesim:result');
@@ -296,11 +366,18 @@ let publishSeq = 0;
 async function publish(scenario: JsonObject): Promise<void> {
   const seq = ++publishSeq;
   const h = await hashFor(scenario, app.defaults);
+  const partial = diff(scenario, app.defaults);
+  const extras: LinkExtras = {};
+  const spec = sweep.linkSpec();
+  if (spec) extras.sweep = spec as unknown as LinkExtras['sweep'];
+  if (pinned.length) extras.runs = pinned.map((p): LinkRun => ({ label: p.label, scenario: p.scenario })) as unknown as LinkExtras['runs'];
+  const l = await linkHash(partial, extras);
   // Links are compressed asynchronously: an older edit's must not overwrite a newer one's.
   if (seq !== publishSeq) return;
   hash = h;
-  history.replaceState(null, '', hash === '' ? location.pathname + location.search : hash);
-  const partial = diff(scenario, app.defaults);
+  link = l;
+  history.replaceState(null, '', link === '' ? location.pathname + location.search : link);
+  sweep.baseChanged(scenario);
   try {
     localStorage.setItem(STORAGE_KEY, JSON.stringify(partial));
   } catch {
@@ -314,7 +391,7 @@ async function publish(scenario: JsonObject): Promise<void> {
 }
 
 async function openHash(h: string): Promise<void> {
-  const { scenario, error } = await scenarioFromHash(app, h);
+  const { scenario, error, extras } = await scenarioFromHash(app, h);
   let chosen = scenario;
   if (!chosen && !error && h === '') {
     // No link: the last scenario of this browser, if it is still valid.
@@ -332,6 +409,18 @@ async function openHash(h: string): Promise<void> {
   engineError = null;
   runError = null;
   dirty = false;
+  if (extras.sweep !== undefined) {
+    // A link with a sweep runs it (the scenario's own run goes on as well).
+    try {
+      sweep.openFromLink(specFromLink(extras.sweep));
+    } catch (e) {
+      linkNote = (e as Error).message;
+    }
+  } else if (sweep.linkSpec()) {
+    // Another link was opened: what is on screen is what it holds.
+    sweep.clear();
+  }
+  if (extras.runs !== undefined) await restorePinned(extras.runs);
   await publish(form.scenario);
   updateMessage();
   const config = inspect(form.scenario);
@@ -355,6 +444,15 @@ async function start(): Promise<void> {
   charts = new Charts(document);
   explainMarked(document);
   performance.mark('servesim:form');
+  sweep = new SweepPanel(element<HTMLDetailsElement>('#sweep'), {
+    base: () => diff(form.scenario, app.defaults),
+    scenario: () => form.scenario,
+    uploads: () => ({ trace: traceFile(), files: form.files() }),
+    refusal: () => (form.invalidFields.length ? `fix ${form.invalidFields.join(', ')}` : engineError),
+    openPoint: (s) => void openPoint(s),
+    linkChanged: () => void publish(form.scenario),
+    download,
+  });
   status.set('ready', `Engine ${app.version} ready`);
   runBtn.disabled = false;
   await openHash(location.hash);
@@ -384,20 +482,17 @@ document.addEventListener('keydown', (e) => {
   }
 });
 pinBtn.addEventListener('click', () => {
-  if (!current) return;
-  pinned = { label: 'A', result: current.result, baseline: true };
-  unpinBtn.hidden = false;
-  pinBtn.textContent = 'Pin this run as A';
-  void renderResults();
+  if (!current || pinned.length >= MAX_PINNED) return;
+  const k = pinned.length;
+  pinned.push({ label: runLabel(k), run: styled(runLabel(k), current.result, k), scenario: currentScenario });
+  pinsChanged();
 });
 unpinBtn.addEventListener('click', () => {
-  pinned = null;
-  unpinBtn.hidden = true;
-  pinBtn.textContent = 'Compare: pin as A';
-  void renderResults();
+  pinned = [];
+  pinsChanged();
 });
 $('copy-link').addEventListener('click', async () => {
-  const url = pageUrl('index.html', hash);
+  const url = pageUrl('index.html', link);
   try {
     await navigator.clipboard.writeText(url);
     showMessage(message, 'Link copied to the clipboard.', 'info');
@@ -412,8 +507,21 @@ $('reset').addEventListener('click', () => {
   if (!$<HTMLInputElement>('autorun').checked) void run();
 });
 window.addEventListener('hashchange', () => {
-  if (location.hash !== hash) void openHash(location.hash);
+  if (location.hash !== link) void openHash(location.hash);
 });
+
+/** A sweep point as a normal run: its scenario in the form, then a run. */
+async function openPoint(partial: JsonObject): Promise<void> {
+  try {
+    form.set(JSON.parse(await app.engine.normalize(JSON.stringify(partial))) as JsonObject);
+  } catch (e) {
+    showMessage(message, `That point cannot be opened: ${(e as Error).message}`);
+    return;
+  }
+  changed();
+  if (!$<HTMLInputElement>('autorun').checked) void run();
+  results.scrollIntoView({ block: 'start' });
+}
 
 async function exportRun(kind: ExportKind, name: string, type: string): Promise<void> {
   if (!current) return;

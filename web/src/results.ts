@@ -4,6 +4,7 @@
 // command.
 
 import type { Run } from './charts';
+import { verdictClass } from './compare';
 import { explain, TERMS, term } from './glossary';
 import type { Reason, RunResult } from './protocol';
 
@@ -105,7 +106,8 @@ export function renderHeadline(root: HTMLElement, runs: Run[]): void {
     if (base) {
       const d = document.createElement('div');
       d.className = 'delta';
-      d.textContent = `A: ${fmt(base.result.summary[key])} (${delta(base.result.summary[key], value)})`;
+      d.textContent = `${base.label}: ${fmt(base.result.summary[key])} (${delta(base.result.summary[key], value)})`;
+      d.dataset.verdict = verdictClass(key, base.result.summary[key], value);
       card.append(d);
     }
     root.append(card);
@@ -132,7 +134,7 @@ export function renderSummary(table: HTMLTableElement, runs: Run[]): void {
   const hr = document.createElement('tr');
   hr.append(cell('th', 'key'));
   for (const run of runs) hr.append(cell('th', runs.length > 1 ? run.label : 'value', 'num'));
-  if (runs.length > 1) hr.append(cell('th', 'B vs A', 'num'));
+  if (base) hr.append(cell('th', `${cur.label} vs ${base.label}`, 'num'));
   head.append(hr);
   for (const k of Object.keys(cur.result.summary)) {
     const tr = document.createElement('tr');
@@ -145,9 +147,15 @@ export function renderSummary(table: HTMLTableElement, runs: Run[]): void {
       const v = run.result.summary[k];
       const td = cell('td', fmt(v), 'num');
       if (typeof v === 'number') td.dataset.value = String(v);
+      // Each run's value against the first: better or worse, for the metrics where it is clear.
+      if (base && run !== base) td.dataset.verdict = verdictClass(k, base.result.summary[k], v);
       tr.append(td);
     }
-    if (base) tr.append(cell('td', delta(base.result.summary[k], cur.result.summary[k]), 'num'));
+    if (base) {
+      const d = cell('td', delta(base.result.summary[k], cur.result.summary[k]), 'num');
+      d.dataset.verdict = verdictClass(k, base.result.summary[k], cur.result.summary[k]);
+      tr.append(d);
+    }
     body.append(tr);
   }
 }

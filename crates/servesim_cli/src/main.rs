@@ -171,13 +171,7 @@ fn run_sweep(path: &Path, jobs: usize, shard: Option<&str>) -> Result<(), SimErr
         let input = sweep.input(p, &source)?;
         let opts = BuildOptions { timeseries: false, ..BuildOptions::default() };
         let report = build(&input, &mut DirFiles::beside(path), &opts).map_err(|e| SimError::new(format!("point {}: {e}", p.index)))?.run();
-        let summary = report.summary();
-        let set: serde_json::Map<String, serde_json::Value> = p.set.iter().cloned().collect();
-        let mut out = serde_json::json!({"point": p.index, "set": set, "summary": summary});
-        if let Some(met) = sweep.meets(&report.summary()) {
-            out["meets_slo"] = met.into();
-        }
-        Ok(out.to_string())
+        Ok(sweep.line(p, report.summary()))
     };
     let next = Mutex::new(0usize);
     let (tx, rx) = mpsc::channel::<(usize, Result<String, SimError>)>();

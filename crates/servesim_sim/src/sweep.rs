@@ -155,19 +155,43 @@ impl Sweep {
         (shard..self.len()).step_by(shards.max(1)).map(|i| self.point(i))
     }
 
+    /// The scenario of a point as JSON, before validation: the base with the point's values
+    /// set and the sweep's objective as its `slo` (a replay case's base is not a scenario).
+    pub fn merged_scenario(&self, p: &Point) -> Result<Value, SimError> {
+        let at = |e: SimError| SimError::new(format!("point {}: {e}", p.index));
+        let Base::Scenario(base) = &self.base else {
+            return Err(SimError::new("this sweep varies a replay case (`case`), not a scenario (`base`)"));
+        };
+        let mut v = base.clone();
+        for (field, value) in &p.set {
+            set_path(&mut v, field, value.clone()).map_err(at)?;
+        }
+        if let Some(slo) = &self.slo {
+            let slo = serde_json::to_value(slo).map_err(|e| SimError::new(e.to_string()))?;
+            set_path(&mut v, "slo", slo).map_err(at)?;
+        }
+        Ok(v)
+    }
+
+    /// A point's output line, as `servesim sweep` prints it (without the newline): `{"point",
+    /// "set", "summary", "meets_slo"?}`. One writer for the CLI and the page, so their lines
+    /// are the same bytes.
+    pub fn line(&self, p: &Point, summary: Map<String, Value>) -> String {
+        let met = self.meets(&summary);
+        let set: Map<String, Value> = p.set.iter().cloned().collect();
+        let mut out = serde_json::json!({"point": p.index, "set": set, "summary": summary});
+        if let Some(met) = met {
+            out["meets_slo"] = met.into();
+        }
+        out.to_string()
+    }
+
     /// The run of a point: the base with the point's values set (and the sweep's objective).
     pub fn input(&self, p: &Point, source: &str) -> Result<Input, SimError> {
         let at = |e: SimError| SimError::new(format!("point {}: {e}", p.index));
         match &self.base {
-            Base::Scenario(base) => {
-                let mut v = base.clone();
-                for (field, value) in &p.set {
-                    set_path(&mut v, field, value.clone()).map_err(at)?;
-                }
-                if let Some(slo) = &self.slo {
-                    let slo = serde_json::to_value(slo).map_err(|e| SimError::new(e.to_string()))?;
-                    set_path(&mut v, "slo", slo).map_err(at)?;
-                }
+            Base::Scenario(_) => {
+                let v = self.merged_scenario(p)?;
                 Ok(Input::Scenario(Scenario::from_json_str(&v.to_string()).map_err(at)?))
             }
             Base::Case(base) => {
@@ -291,6 +315,27 @@ mod tests {
         set_path(&mut v, "x.y", json!(true)).unwrap();
         assert_eq!(v, json!({"a": {"b": [1, {"c": 3}]}, "x": {"y": true}}));
         assert!(set_path(&mut v, "a.b.9", json!(0)).unwrap_err().0.contains("index 9"));
+    }
+
+    #[test]
+    fn a_line_is_point_set_summary_and_the_verdict_and_merging_sets_the_objective() {
+        let s = Sweep::from_json_str(
+            r#"{"base": {"seed": 3}, "vary": [{"field": "cluster.num_workers", "values": [2]}], "slo": {"p99_ttft_ms": 100}}"#,
+        )
+        .unwrap();
+        let p = s.point(0);
+        assert_eq!(s.merged_scenario(&p).unwrap(), json!({"seed": 3, "cluster": {"num_workers": 2}, "slo": {"p99_ttft_ms": 100.0}}));
+        let summary = |p99: f64| json!({"num_requests": 1, "completed_requests": 1, "p99_ttft_ms": p99}).as_object().unwrap().clone();
+        assert_eq!(
+            s.line(&p, summary(50.0)),
+            r#"{"point":0,"set":{"cluster.num_workers":2},"summary":{"num_requests":1,"completed_requests":1,"p99_ttft_ms":50.0},"meets_slo":true}"#
+        );
+        assert!(s.line(&p, summary(150.0)).ends_with(r#""meets_slo":false}"#));
+        // Without an objective there is no verdict.
+        let s = Sweep::from_json_str(r#"{"base": {}, "vary": [{"field": "seed", "values": [1]}]}"#).unwrap();
+        assert!(s.line(&s.point(0), summary(1.0)).ends_with(r#""p99_ttft_ms":1.0}}"#));
+        let case = Sweep::from_json_str(r#"{"case": {}, "vary": [{"field": "replay.num_workers", "values": [1]}]}"#).unwrap();
+        assert!(case.merged_scenario(&case.point(0)).unwrap_err().0.contains("replay case"));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! natively as well as in Node.
 
 pub mod columns;
+pub mod sweep;
 mod types;
 
 use columns::{Columns, Series, Uploads};
