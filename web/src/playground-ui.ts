@@ -11,6 +11,7 @@ import { takeSpeculative } from './early';
 import { EngineError } from './engine';
 import { ConfigForm } from './form';
 import { explainMarked } from './glossary';
+import { renderHarness } from './harness-view';
 import type { EffectiveConfig, ExportKind, RunResult } from './protocol';
 import { cliCommand, download, fmt, mechanism, renderHeadline, renderReasons, renderSummary } from './results';
 import { diff, getPath, type JsonObject, pretty } from './scenario';
@@ -116,7 +117,7 @@ function renderResults(): Promise<void> {
   pinBtn.disabled = false;
   markStale();
   // The table first, then the charts, each in a task of its own.
-  const draws = [() => renderSummary($<HTMLTableElement>('summary'), all), ...charts.drawers(all)];
+  const draws = [() => renderSummary($<HTMLTableElement>('summary'), all), ...charts.drawers(all), () => renderHarness($('harness-results'), result)];
   return new Promise((resolve) => {
     const step = () => {
       const draw = draws.shift();
@@ -136,7 +137,8 @@ function statusLine(result: RunResult): string {
   const secs = fmt(result.now_ms / 1000);
   const took = result.elapsed_ms.toFixed(0);
   // After a cancel num_requests counts the requests that had arrived (as after a cut-off).
-  if (result.cancelled) return `Cancelled: ${fmt(s.completed_requests)} of ${fmt(s.num_requests)} arrived requests completed in ${secs} s simulated (${took} ms)`;
+  if (result.cancelled)
+    return `Cancelled: ${fmt(s.completed_requests)} of ${fmt(s.num_requests)} arrived requests completed in ${secs} s simulated (${took} ms)`;
   const done = s.completed_requests ?? 0;
   const all = s.num_requests ?? 0;
   const what = done === all ? `${fmt(all)} requests` : `${fmt(done)} of ${fmt(all)} requests completed`;

@@ -119,7 +119,39 @@ export interface RunResult {
   now_ms: number;
   /** Wall-clock ms the worker spent building and running the simulation. */
   elapsed_ms: number;
+  /** A run with a planner or a scaling script: its record (`servesim run`'s `planner`). */
+  planner?: PlannerRecord | null;
+  /** Prompt tokens by KV tier per time-series window (`TIER_COLUMNS`). */
+  tiers?: Columns;
 }
+
+/** Workers of a pool by state: [active, starting, draining] ids. */
+export type Topology = [number[], number[], number[]];
+
+/** `servesim run`'s `planner`: ticks, scaling events and lifecycle operations. */
+export interface PlannerRecord {
+  total_ticks: number;
+  scaling_events: { at_s: number; component: string; from_count: number; to_count: number; reason: string }[];
+  lifecycle: {
+    at_ms: number;
+    pool: string;
+    cause: string;
+    planner_tick_ordinal: number | null;
+    transitions: [number, string][];
+    state_after: { active: number[]; starting: number[]; draining: number[] };
+  }[];
+  ticks: {
+    at_ms: number;
+    prefill: Topology;
+    decode: Topology;
+    scale_to: { num_prefill: number | null; num_decode: number | null } | null;
+    load_decision_reason: string | null;
+    decision: { target_prefill: number | null; target_decode: number | null; next_tick_ms: number };
+  }[];
+}
+
+/** The per-tier columns (servesim_wasm's `tierSeries()`), aligned with the time series' windows. */
+export const TIER_COLUMNS = ['gpu_hit_tokens', 'host_hit_tokens', 'computed_tokens', 'host_onboard_tok_s', 'host_onboard_requests'] as const;
 
 /** The roofline presets with their figures, as the engine reports them. */
 export interface Presets {
