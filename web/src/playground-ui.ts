@@ -9,6 +9,7 @@ import { type Boot, boot, element, hashFor, intervalFor, pageUrl, STORAGE_KEY, S
 import { Charts, type Run } from './charts';
 import { takeSpeculative } from './early';
 import { EngineError } from './engine';
+import { exampleLinks } from './examples';
 import { ConfigForm } from './form';
 import { explainMarked } from './glossary';
 import { renderHarness } from './harness-view';
@@ -354,6 +355,7 @@ async function start(): Promise<void> {
   form = new ConfigForm($<HTMLFormElement>('form'), app.defaults, app.presets, app.engine, changed);
   (window as unknown as { __servesimForm?: ConfigForm }).__servesimForm = form;
   charts = new Charts(document);
+  void exampleLinks().then((nav) => $('config').prepend(nav));
   explainMarked(document);
   performance.mark('servesim:form');
   status.set('ready', `Engine ${app.version} ready`);
