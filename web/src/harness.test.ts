@@ -70,7 +70,7 @@ describe('planner record', () => {
     expect(steps.t_s.at(-1)).toBeCloseTo(end / 1000, 9);
     // After each scaling event, active + starting (the workers not draining) is its target.
     for (const e of record.scaling_events) {
-      const i = steps.t_s.findIndex((t) => t === e.at_s);
+      const i = steps.t_s.indexOf(e.at_s);
       expect(i, `step at ${e.at_s} s`).toBeGreaterThan(0);
       expect((agg.active[i] ?? 0) + (agg.starting[i] ?? 0)).toBe(e.to_count);
     }
