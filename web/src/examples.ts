@@ -35,7 +35,7 @@ export const EXAMPLES: Example[] = [
   {
     id: 'planner',
     label: 'load planner under a ramp',
-    title: 'One worker and a rising backlog: the load planner adds workers (10 s start-up), then drains them',
+    title: 'One worker and a load it cannot hold: the load planner adds workers (10 s start-up) while KV use is high, then drains them',
     scenario: {
       name: 'load planner under a ramp',
       engine: { block_size: 16, num_gpu_blocks: 2048 },
@@ -45,7 +45,7 @@ export const EXAMPLES: Example[] = [
         type: 'synthetic',
         num_requests: 600,
         arrival: 'poisson',
-        rate_rps: 12,
+        rate_rps: 4,
         input_tokens: { mean: 1024, stddev: 256 },
         output_tokens: { mean: 256, stddev: 64 },
       },
@@ -60,8 +60,8 @@ export const EXAMPLES: Example[] = [
       engine: { block_size: 16, num_gpu_blocks: 512, kv_cache_bytes_per_token: 131072, native_host_offload: { num_host_blocks: 8192 } },
       workload: {
         type: 'synthetic',
-        num_requests: 400,
-        rate_rps: 4,
+        num_requests: 240,
+        rate_rps: 1,
         input_tokens: { mean: 2048, stddev: 0 },
         output_tokens: { mean: 64, stddev: 16 },
         num_prefix_groups: 12,
