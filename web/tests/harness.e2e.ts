@@ -2,6 +2,8 @@
 // a planner in the loop, a scaling script, and KV offload tiers, each done as a user would,
 // with the page's numbers checked against `servesim run` of the scenario the page shows.
 
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect, type Page, test } from '@playwright/test';
 import { type CliAnswer, cliRun } from './cli';
 import { expectEngineNumbers, link, manual, runsDone, screenshot, shownScenario, waitFresh, waitRun, watchErrors } from './helpers';
@@ -10,9 +12,9 @@ import { expectEngineNumbers, link, manual, runsDone, screenshot, shownScenario,
  * The summary table equals `servesim run` of the page's scenario.json, key for key: numbers
  * unrounded, and the keys that are not numbers (`meets_slo`, the tier counters) as shown.
  */
-async function expectSameSummary(page: Page): Promise<CliAnswer> {
+async function expectSameSummary(page: Page, files: Record<string, Uint8Array> = {}): Promise<CliAnswer> {
   await expect(page.locator('#results')).toHaveAttribute('data-stale', 'false');
-  const native = cliRun(await shownScenario(page));
+  const native = cliRun(await shownScenario(page), files);
   const shown = await page.locator('#summary tbody tr').evaluateAll((rows) =>
     rows.map((r) => {
       const td = r.querySelector('td.num') as HTMLElement;
@@ -216,6 +218,34 @@ test('host offload: the tiers as form fields, per-tier hits and onboarding chart
   await page.locator('#f-offload-g2').uncheck();
   await expect(page.locator('#f-offload-g3')).toBeHidden();
   expect(native.summary.completed_requests).toBe(300);
+  expect(errors).toEqual([]);
+});
+
+test('an uploaded trace with sessions, replayed closed-loop, in two formats', async ({ page }) => {
+  test.setTimeout(90_000);
+  const errors = watchErrors(page);
+  // A conformance trace of multi-turn sessions (session_id), as a user would upload it.
+  const bytes = readFileSync(join(import.meta.dirname, '..', '..', 'tests', 'conformance', 'dynosim', 'traces', 'sessions-small.jsonl'));
+  const files = { 'sessions.jsonl': new Uint8Array(bytes) };
+  await page.goto('/');
+  await waitRun(page, 0);
+  await manual(page);
+  await page.locator('#f-engine-block_size').fill('16');
+  await page.locator('#f-workload-type').selectOption('trace');
+  await page.locator('#f-trace').setInputFiles({ name: 'sessions.jsonl', mimeType: 'application/json', buffer: bytes });
+  await page.locator('#f-workload-trace_block_size').fill('16');
+  await expect(page.locator('#f-workload-format')).toHaveValue('mooncake');
+  await expect(page.locator('#f-workload-turns_per_session')).toBeHidden();
+  await page.locator('#f-workload-concurrency').fill('2');
+  await runNow(page);
+  expect(await shownScenario(page)).toMatchObject({ workload: { type: 'trace', concurrency: 2, trace_block_size: 16 } });
+  const full = await expectSameSummary(page, files);
+  // The same rows read as mooncake-delta: later turns add to the conversation so far.
+  await page.locator('#f-workload-format').selectOption('mooncake-delta');
+  await runNow(page);
+  expect(await shownScenario(page)).toMatchObject({ workload: { format: 'mooncake-delta' } });
+  const delta = await expectSameSummary(page, files);
+  expect(delta.summary.total_input_tokens).toBeGreaterThan(Number(full.summary.total_input_tokens));
   expect(errors).toEqual([]);
 });
 
