@@ -267,7 +267,10 @@ export class ConfigForm {
       const unsupported = getPath(this.defaults, field.path) === undefined && field.fallback !== undefined && !optional;
       hint.textContent = [
         field.help ?? '',
-        `default ${d == null ? (field.nullable ?? 'none') : String(d)}${unsupported ? ' (not in this engine build yet)' : ''}`,
+        // An optional object's required key has no default to show.
+        d == null && field.optional && !field.nullable
+          ? ''
+          : `default ${d == null ? (field.nullable ?? 'none') : String(d)}${unsupported ? ' (not in this engine build yet)' : ''}`,
       ]
         .filter(Boolean)
         .join(' · ');

@@ -108,6 +108,7 @@ test('a load planner grows a pool under a rising load, from the form', async ({ 
   expect(await page.locator('#planner-tick-log tbody tr').count()).toBeGreaterThan(0);
   await screenshot(page, info, 'harness-planner.png');
   await page.locator('#scaling-results').screenshot({ path: info.outputPath('scaling-section.png') });
+  await page.locator('#s-scaling').screenshot({ path: info.outputPath('scaling-form.png') });
   await page.setViewportSize({ width: 390, height: 844 });
   await page.locator('#scaling-results').scrollIntoViewIfNeeded();
   await screenshot(page, info, 'harness-planner-phone.png', false);
@@ -201,6 +202,8 @@ test('host offload: the tiers as form fields, per-tier hits and onboarding chart
   await expect(page.locator('#chart-tier-onboard canvas')).toHaveCount(1);
   await screenshot(page, info, 'harness-offload.png');
   await page.locator('#offload-results').screenshot({ path: info.outputPath('offload-section.png') });
+  await page.locator('#s-offload').screenshot({ path: info.outputPath('offload-form.png') });
+  await page.locator('#s-slo').screenshot({ path: info.outputPath('slo-form.png') });
 
   // G3 behind it: its counters come from the report (a table, not the summary's numbers).
   await page.locator('#f-offload-g3').check();
