@@ -55,7 +55,7 @@ function run(json: string, trace?: string): Simulation {
 }
 
 describe('planner record', () => {
-  it("is the reference's for the planner case, and the replica steps follow its scaling events", () => {
+  it("is the reference's for the planner case, and the replica steps follow its scaling events", { timeout: 60_000 }, () => {
     const { c, trace } = loadCase('planner-agg-load');
     const sim = run(JSON.stringify(asScenario(c)), trace);
     const record = sim.planner() as PlannerRecord;
@@ -84,7 +84,7 @@ describe('planner record', () => {
 });
 
 describe('tier series', () => {
-  it("counts the reference's host reuse of the offload case, window by window", () => {
+  it("counts the reference's host reuse of the offload case, window by window", { timeout: 60_000 }, () => {
     const { c, trace } = loadCase('offload-g2-basic');
     const sim = run(JSON.stringify(asScenario(c)), trace);
     const tiers = sim.tierSeries() as unknown as Columns;
@@ -122,7 +122,7 @@ describe('tier series', () => {
 });
 
 describe('example scenarios', () => {
-  it('are valid and run as `servesim run` does', () => {
+  it('are valid and run as `servesim run` does', { timeout: 120_000 }, () => {
     for (const ex of EXAMPLES) {
       expect(() => normalizeScenario(JSON.stringify(ex.scenario)), ex.id).not.toThrow();
       const sim = run(JSON.stringify(ex.scenario));
@@ -130,7 +130,7 @@ describe('example scenarios', () => {
     }
   });
 
-  it('show what they are for', () => {
+  it('show what they are for', { timeout: 60_000 }, () => {
     const byId = Object.fromEntries(EXAMPLES.map((e) => [e.id, run(JSON.stringify(e.scenario))]));
     const summary = (id: string) => byId[id]?.summary() as Record<string, number>;
     expect(summary('closed-loop').goodput_completed_requests).toBeGreaterThan(0);
