@@ -355,7 +355,8 @@ async function start(): Promise<void> {
   form = new ConfigForm($<HTMLFormElement>('form'), app.defaults, app.presets, app.engine, changed);
   (window as unknown as { __servesimForm?: ConfigForm }).__servesimForm = form;
   charts = new Charts(document);
-  void exampleLinks().then((nav) => $('config').prepend(nav));
+  // Off the first run's path: the links are built when the page is idle.
+  setTimeout(() => void exampleLinks().then((nav) => $('config').prepend(nav)), 300);
   explainMarked(document);
   performance.mark('servesim:form');
   status.set('ready', `Engine ${app.version} ready`);
