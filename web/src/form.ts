@@ -12,6 +12,7 @@ import { DEFAULT_GPU, GPU_LABELS, KV_DTYPE_LABELS, MODEL_LABELS, SHAPE_FIELDS, W
 import type { EffectiveConfig, PoolConfig, Presets } from './protocol';
 import { clone, getPath, isObject, type Json, type JsonObject, setPath } from './scenario';
 import { CLUSTER, ENGINE, type Field, formatValue, PERF, parseField, SCENARIO, type Section, WORKLOAD } from './schema';
+import { LOAD_FIELDS, OFFLOAD, SCALING, SERVICE } from './schema-harness';
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
@@ -91,6 +92,8 @@ export class ConfigForm {
     this.render(WORKLOAD, this.root.querySelector('#s-workload') as HTMLElement);
     this.section('Performance model', (body) => this.perfPicker(body), 'perf');
     this.render(PERF, this.root.querySelector('#s-perf') as HTMLElement);
+    this.render(LOAD_FIELDS, this.root.querySelector('#s-workload') as HTMLElement);
+    for (const sec of [SERVICE, SCALING, OFFLOAD]) this.render(sec);
     const other = el('div', { class: 'effect', id: 'other-effects' });
     this.root.append(other);
     this.refresh();
@@ -146,6 +149,24 @@ export class ConfigForm {
   private render(sec: Section, into?: HTMLElement): void {
     const body = into ? (into.querySelector('.fields') as HTMLElement) : this.section(sec.title, () => {}, sec.id);
     for (const field of sec.fields) body.append(this.fieldRow(field));
+    const ctx = { scenario: () => this.state, changed: () => this.changed(), flag: this.flag.bind(this) };
+    for (const w of sec.widgets ?? []) this.specials.push(w(body, ctx));
+  }
+
+  /** Removes the objects a field's removal left empty, where the defaults have none (`slo: {}`). */
+  private prune(path: string): void {
+    const keys = path.split('.');
+    for (let n = keys.length - 1; n > 0; n--) {
+      const parent = keys.slice(0, n).join('.');
+      const v = getPath(this.state, parent);
+      if (!isObject(v) || Object.keys(v).length > 0 || getPath(this.defaults, parent) !== undefined) return;
+      setPath(this.state, parent, undefined);
+    }
+  }
+
+  private changed(): void {
+    this.refresh();
+    this.onChange();
   }
 
   /** A labelled row: label, control, unit, then hint, error and "no effect" lines. */
@@ -213,10 +234,17 @@ export class ConfigForm {
       this.flag(r.row, input, field.path, parsed.error);
     } else {
       this.flag(r.row, input, field.path, null);
+      if (field.set) {
+        field.set(this.state, parsed.value);
+        this.refresh();
+        this.onChange();
+        return;
+      }
       // A field the engine does not know yet is only written when set away from its fallback.
       const absent = getPath(this.defaults, field.path) === undefined;
       const unset = absent && (parsed.value === field.fallback || (field.kind === 'text' && parsed.value === null));
       setPath(this.state, field.path, unset ? undefined : parsed.value);
+      if (unset) this.prune(field.path);
       // A scheduler's own knobs are refused under another scheduler: leaving it drops them.
       for (const own of ['sglang', 'trtllm'] as const) {
         if (field.path === 'engine.backend' && parsed.value !== own && getPath(this.state, `engine.${own}`) != null) {
@@ -238,17 +266,20 @@ export class ConfigForm {
       const hint = row.querySelector('.hint') as HTMLElement;
       // Fields of optional objects (SGLang's knobs, a timing model's arguments) are absent
       // from the defaults without being unknown to the engine.
-      const optional = field.path.startsWith('engine.sglang.') || field.path.startsWith('engine.timing_model.');
+      const optional = field.optional || field.get !== undefined || field.path.startsWith('engine.sglang.') || field.path.startsWith('engine.timing_model.');
       const unsupported = getPath(this.defaults, field.path) === undefined && field.fallback !== undefined && !optional;
       hint.textContent = [
         field.help ?? '',
-        `default ${d == null ? (field.nullable ?? 'none') : String(d)}${unsupported ? ' (not in this engine build yet)' : ''}`,
+        // An optional object's required key has no default to show.
+        d == null && field.optional && !field.nullable
+          ? ''
+          : `default ${d == null ? (field.nullable ?? 'none') : String(d)}${unsupported ? ' (not in this engine build yet)' : ''}`,
       ]
         .filter(Boolean)
         .join(' · ');
       if (!all && document.activeElement === input) continue;
       if (this.invalid.has(field.path)) continue;
-      const v = getPath(this.state, field.path);
+      const v = field.get ? field.get(this.state) : getPath(this.state, field.path);
       const shown = v === undefined ? field.fallback : v;
       if (input instanceof HTMLInputElement && input.type === 'checkbox') input.checked = Boolean(shown);
       else input.value = formatValue(shown);

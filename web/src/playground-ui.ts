@@ -10,8 +10,10 @@ import { Charts, PALETTE, type Run } from './charts';
 import { type LinkRun, MAX_PINNED, type Pinned, type RunRow, renderRuns, runLabel, runsFromLink, settingsDiff, styled } from './compare';
 import { takeSpeculative } from './early';
 import { EngineError } from './engine';
+import { exampleLinks } from './examples';
 import { ConfigForm } from './form';
 import { explainMarked } from './glossary';
+import { renderHarness } from './harness-view';
 import type { EffectiveConfig, ExportKind, RunResult } from './protocol';
 import { cliCommand, download, fmt, mechanism, renderHeadline, renderReasons, renderSummary } from './results';
 import { diff, getPath, type JsonObject, merge, pretty } from './scenario';
@@ -185,7 +187,7 @@ function renderResults(): Promise<void> {
   pinBtn.disabled = pinned.length >= MAX_PINNED;
   markStale();
   // The table first, then the charts, each in a task of its own.
-  const draws = [() => renderSummary($<HTMLTableElement>('summary'), all), ...charts.drawers(all)];
+  const draws = [() => renderSummary($<HTMLTableElement>('summary'), all), ...charts.drawers(all), () => renderHarness($('harness-results'), result)];
   return new Promise((resolve) => {
     const step = () => {
       const draw = draws.shift();
@@ -442,6 +444,8 @@ async function start(): Promise<void> {
   form = new ConfigForm($<HTMLFormElement>('form'), app.defaults, app.presets, app.engine, changed);
   (window as unknown as { __servesimForm?: ConfigForm }).__servesimForm = form;
   charts = new Charts(document);
+  // Off the first run's path: the links are built when the page is idle.
+  setTimeout(() => void exampleLinks().then((nav) => $('config').prepend(nav)), 300);
   explainMarked(document);
   performance.mark('servesim:form');
   sweep = new SweepPanel(element<HTMLDetailsElement>('#sweep'), {

@@ -11,6 +11,7 @@ import type {
   EffectiveConfig,
   EngineTimeSeries,
   LatencyCdfs,
+  PlannerRecord,
   PoolConfig,
   Presets,
   RankSeries,
@@ -18,9 +19,26 @@ import type {
   RecordColumnName,
   RecordColumns,
   Summary,
+  TierSeries,
+  Topology,
 } from '../pkg/servesim_wasm.js';
 
-export type { Cdf, ClusterColumns, Columns, EffectiveConfig, LatencyCdfs, PoolConfig, Presets, RankSeries, Reason, RecordColumns, Summary };
+export type {
+  Cdf,
+  ClusterColumns,
+  Columns,
+  EffectiveConfig,
+  LatencyCdfs,
+  PlannerRecord,
+  PoolConfig,
+  Presets,
+  RankSeries,
+  Reason,
+  RecordColumns,
+  Summary,
+  TierSeries,
+  Topology,
+};
 
 /**
  * The per-request record columns servesim_wasm's `records()` hands over: one entry per
@@ -89,7 +107,14 @@ export interface RunResult {
   now_ms: number;
   /** Wall-clock ms the worker spent building and running the simulation. */
   elapsed_ms: number;
+  /** A run with a planner or a scaling script: its record (`servesim run`'s `planner`). */
+  planner?: PlannerRecord | null;
+  /** Prompt tokens by KV tier per time-series window (`TIER_COLUMNS`). */
+  tiers?: Columns;
 }
+
+/** The per-tier columns (servesim_wasm's `tierSeries()`), aligned with the time series' windows. */
+export const TIER_COLUMNS = ['gpu_hit_tokens', 'host_hit_tokens', 'computed_tokens', 'host_onboard_tok_s', 'host_onboard_requests'] as const;
 
 export type ExportKind = 'json' | 'requests' | 'series';
 

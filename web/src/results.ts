@@ -19,6 +19,7 @@ export const HEADLINE: [string, string, string, string][] = [
 ];
 
 export function fmt(v: unknown): string {
+  if (typeof v === 'object' && v !== null) return JSON.stringify(v);
   if (typeof v !== 'number') return v == null ? '—' : String(v);
   if (!Number.isFinite(v)) return String(v);
   if (Number.isInteger(v)) return v.toLocaleString('en-US');
@@ -80,6 +81,8 @@ export function renderHeadline(root: HTMLElement, runs: Run[]): void {
   }
   const mech = mechanism(cur.result);
   const cards: [string, string, string, string][] = [...HEADLINE, [mech.key, mech.label, '', mech.label]];
+  // With an SLA set, goodput stands next to throughput.
+  if ('goodput_output_throughput_tok_s' in cur.result.summary) cards.splice(5, 0, ['goodput_output_throughput_tok_s', 'Goodput', 'tok/s', 'Goodput']);
   for (const [key, label, unit, name] of cards) {
     const card = document.createElement('div');
     card.className = 'card';

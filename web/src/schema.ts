@@ -23,12 +23,30 @@ export interface Field {
   /** Shown when the engine's defaults do not have the field (a feature still to land). */
   fallback?: Json;
   when?: (s: JsonObject) => boolean;
+  /** Absent from the defaults without being unknown to the engine (an optional object's key). */
+  optional?: boolean;
+  /** A field that is not one path of the scenario (a switch that adds or removes an object). */
+  get?: (s: JsonObject) => Json | undefined;
+  set?: (s: JsonObject, v: Json) => void;
 }
+
+/** What a custom editor in a section (a list) gets from the form. */
+export interface WidgetContext {
+  scenario: () => JsonObject;
+  /** Call after changing the scenario. */
+  changed: () => void;
+  /** Marks (or clears, with null) an input as invalid, naming the field in the page's message. */
+  flag: (row: HTMLElement, input: HTMLElement, key: string, error: string | null) => void;
+}
+
+/** Builds its rows into the section's body; returns what to run when the form refreshes. */
+export type Widget = (body: HTMLElement, ctx: WidgetContext) => () => void;
 
 export interface Section {
   id: string;
   title: string;
   fields: Field[];
+  widgets?: Widget[];
 }
 
 const opts = (...values: [string, string][]) => values.map(([value, label]) => ({ value, label }));

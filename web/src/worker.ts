@@ -94,6 +94,8 @@ async function run(
     reason_count: reasons.length,
     now_ms: sim.nowMs(),
     elapsed_ms: performance.now() - t0,
+    planner: sim.planner() as RunResult['planner'],
+    tiers: sim.tierSeries() as unknown as RunResult['tiers'],
   };
   kept.set(id, sim);
   while (kept.size > KEEP) {
@@ -104,6 +106,7 @@ async function run(
   const transfer: Transferable[] = [series.t_ms.buffer];
   for (const col of Object.values(series.cluster)) transfer.push(col.buffer);
   for (const r of series.ranks) for (const col of Object.values(r.columns)) transfer.push(col.buffer);
+  for (const col of Object.values(result.tiers ?? {})) transfer.push(col.buffer);
   post({ type: 'result', id, result }, transfer);
 }
 

@@ -148,3 +148,31 @@ export interface Presets {
   kv_dtypes: string[];
   weight_dtypes: string[];
 }
+
+/** Workers of a pool by state: [active, starting, draining] ids. */
+export type Topology = [number[], number[], number[]];
+
+/** `servesim run`'s `planner`: ticks, scaling events and lifecycle operations. */
+export interface PlannerRecord {
+  total_ticks: number;
+  scaling_events: { at_s: number; component: string; from_count: number; to_count: number; reason: string }[];
+  lifecycle: {
+    at_ms: number;
+    pool: string;
+    cause: string;
+    planner_tick_ordinal: number | null;
+    transitions: [number, string][];
+    state_after: { active: number[]; starting: number[]; draining: number[] };
+  }[];
+  ticks: {
+    at_ms: number;
+    prefill: Topology;
+    decode: Topology;
+    scale_to: { num_prefill: number | null; num_decode: number | null } | null;
+    load_decision_reason: string | null;
+    decision: { target_prefill: number | null; target_decode: number | null; next_tick_ms: number };
+  }[];
+}
+
+/** Prompt tokens by KV tier per time-series window (`tierSeries()`), aligned with the windows. */
+export type TierSeries = Record<'gpu_hit_tokens' | 'host_hit_tokens' | 'computed_tokens' | 'host_onboard_tok_s' | 'host_onboard_requests', Float64Array>;

@@ -12,6 +12,7 @@
 pub mod columns;
 pub mod sweep;
 mod types;
+pub mod tiers;
 
 use columns::{Columns, Series, Uploads};
 use js_sys::{Array, Float64Array, Object, Reflect, Uint8Array};
@@ -340,6 +341,25 @@ impl Simulation {
     #[wasm_bindgen(unchecked_return_type = "EngineTimeSeries")]
     pub fn timeseries(&self) -> Result<Object, JsError> {
         Ok(series_to_js(&columns::engine_series(self.report()?.timeseries())))
+    }
+
+    /// The scaling record of a run with `planner` or `scaling` (what `servesim run` prints as
+    /// `planner`: ticks, scaling events, lifecycle), else `null`.
+    #[wasm_bindgen(unchecked_return_type = "PlannerRecord | null")]
+    pub fn planner(&self) -> Result<JsValue, JsError> {
+        match &self.report()?.scaling {
+            Some(s) => to_js(&s.to_json()),
+            None => Ok(JsValue::NULL),
+        }
+    }
+
+    /// Prompt tokens by KV tier per time-series window ([`tiers::tier_series`]), aligned
+    /// with `timeseries().t_ms` (longer when a first token lies past its last window).
+    #[wasm_bindgen(js_name = tierSeries, unchecked_return_type = "TierSeries")]
+    pub fn tier_series(&self) -> Result<Object, JsError> {
+        let r = self.report()?;
+        let ts = r.timeseries();
+        Ok(columns_to_js(&tiers::tier_series(&r.collector.records, ts.interval_ms, ts.t_ms.len())))
     }
 }
 
