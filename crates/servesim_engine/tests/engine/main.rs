@@ -10,3 +10,4 @@ mod sglang_scheduler;
 mod trtllm_scheduler;
 mod vllm_blocks;
 mod vllm_scheduler;
+mod vllm_multimodal;
