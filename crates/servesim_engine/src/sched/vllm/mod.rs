@@ -353,7 +353,9 @@ impl VllmCore {
         if seq.admissions > 0 {
             return None;
         }
+        // A prompt transferred from a prefill worker needs no encoder here.
         if !seq.images().is_empty()
+            && !seq.prefilled
             && let Some(reason) = self.image_rejection(seq)
         {
             return Some(reason);
