@@ -101,7 +101,9 @@ fn unreferenced_outputs_are_evicted_when_the_cache_is_full() {
 #[test]
 fn a_referenced_output_is_not_evicted_and_the_next_image_waits() {
     // r1's image is still being prefilled (chunked) and holds the whole cache: r2's image waits.
-    let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 64, "max_num_batched_tokens": 6, "max_num_encoder_input_tokens": 8, "encoder_cache_size": 8}));
+    let mut e = engine(
+        json!({"block_size": 4, "num_gpu_blocks": 64, "max_num_batched_tokens": 6, "max_num_encoder_input_tokens": 8, "encoder_cache_size": 8}),
+    );
     e.submit(req(1, 0, 0, &[(8, 5)], 1));
     e.submit(req(2, 0, 0, &[(8, 6)], 1));
     let p = step(&mut e);
@@ -135,7 +137,11 @@ fn images_that_cannot_run_are_refused_with_a_reason() {
     let mut e = engine(json!({"block_size": 4, "num_gpu_blocks": 64, "encoder_cache_size": 4}));
     e.submit(req(1, 4, 0, &[(8, 5)], 1));
     let p = step(&mut e);
-    assert!(matches!(&p.finished[0].1, Outcome::Rejected(r) if r.contains("more than the encoder cache (encoder_cache_size 4)")), "{:?}", p.finished);
+    assert!(
+        matches!(&p.finished[0].1, Outcome::Rejected(r) if r.contains("more than the encoder cache (encoder_cache_size 4)")),
+        "{:?}",
+        p.finished
+    );
     for backend in ["sglang", "trtllm"] {
         let mut e = engine(json!({"backend": backend, "num_gpu_blocks": 64}));
         e.submit(req(1, 4, 0, &[(8, 5)], 1));
@@ -145,7 +151,10 @@ fn images_that_cannot_run_are_refused_with_a_reason() {
                 reason = Some(r.clone());
             }
         }
-        assert!(reason.as_deref().is_some_and(|r| r.contains(&format!("the {backend} backend does not model multimodal requests"))), "{reason:?}");
+        assert!(
+            reason.as_deref().is_some_and(|r| r.contains(&format!("the {backend} backend does not model multimodal requests"))),
+            "{reason:?}"
+        );
     }
     let mut e = engine(json!({"timing_model": {"type": "roofline", "model": "qwen2.5-7b", "gpu": "h100"}}));
     e.submit(req(1, 4, 0, &[(8, 5)], 1));

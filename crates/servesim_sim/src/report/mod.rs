@@ -414,7 +414,9 @@ impl Collector {
             }
         }
         if let Some(im) = &self.images {
-            let with_images = || self.records.iter().zip(&im.images_of).zip(&im.encoder_ms).filter(|((r, n), _)| **n > 0 && r.status == Status::Completed);
+            let with_images = || {
+                self.records.iter().zip(&im.images_of).zip(&im.encoder_ms).filter(|((r, n), _)| **n > 0 && r.status == Status::Completed)
+            };
             let (n, total) = with_images().fold((0u64, 0.0), |(n, t), (_, &ms)| (n + 1, t + ms));
             m.insert("num_images".into(), im.num_images.into());
             m.insert("mean_encoder_time_ms".into(), num(if n > 0 { total / n as f64 } else { 0.0 }));

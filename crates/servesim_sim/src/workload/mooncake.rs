@@ -9,11 +9,11 @@
 //! row holds only the new part of its prompt (see `Workload::cumulative`).
 
 use super::{Sessions, TraceFormat, Workload};
-use servesim_engine::sequence::Image;
 use crate::SimError;
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
+use servesim_engine::sequence::Image;
 
 /// How a trace is read.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -346,7 +346,15 @@ mod tests {
         let img = servesim_engine::sequence::image_token(99);
         assert_eq!(p.to_vec(), vec![7, 7, img, img, img, 7, 7]);
         assert_eq!(p.images()[0].start, 2);
-        let bad = |imgs: &str| parse(&format!("{{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [7], \"images\": {imgs}}}"), 4, "m.jsonl").unwrap_err().to_string();
+        let bad = |imgs: &str| {
+            parse(
+                &format!("{{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [7], \"images\": {imgs}}}"),
+                4,
+                "m.jsonl",
+            )
+            .unwrap_err()
+            .to_string()
+        };
         assert!(bad("[{\"tokens\": 0, \"hash\": 1}]").starts_with("m.jsonl:1: images[0].tokens must be at least 1"));
         assert!(bad("[{\"tokens\": 5, \"hash\": 1, \"offset\": 9}]").contains("images[0].offset 9 is past input_length 4"));
         assert!(bad("[{\"tokens\": 5, \"hash\": 1, \"size\": 9}]").contains("m.jsonl:1: unknown field `size`"));

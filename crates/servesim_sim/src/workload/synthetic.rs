@@ -6,11 +6,11 @@
 //! natively and in the page.
 
 use super::{Sessions, Workload};
-use servesim_engine::sequence::Image;
 use crate::SimError;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use servesim_engine::sequence::Image;
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
