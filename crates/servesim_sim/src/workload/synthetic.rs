@@ -188,6 +188,10 @@ impl SyntheticSpec {
     pub fn generate(&self) -> Result<Workload, SimError> {
         self.validate()?;
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        // Images draw from their own stream of the same seed, so the text (arrivals, lengths,
+        // prefixes) is the same with images as without.
+        let mut image_rng = ChaCha8Rng::seed_from_u64(self.seed);
+        image_rng.set_stream(1);
         let mut w = Workload::new(self.block_tokens);
         let mean_gap = 1000.0 / self.rate_rps;
         let mut t = 0.0;
@@ -237,12 +241,11 @@ impl SyntheticSpec {
             }
             w.push(t, isl, osl, &ids);
             if let Some(m) = &self.images {
-                // Drawn after the text, so a spec without images gives the same requests as
-                // before images existed.
                 let offset = (shared * self.block_tokens).min(isl);
                 let images = (0..m.per_request)
                     .map(|_| {
-                        let hash = if m.distinct == 0 { rng.random::<u64>() } else { rng.random_range(0..m.distinct) as u64 + 1 };
+                        let hash =
+                            if m.distinct == 0 { image_rng.random::<u64>() } else { image_rng.random_range(0..m.distinct) as u64 + 1 };
                         Image { offset, tokens: m.tokens_per_image, hash }
                     })
                     .collect();
