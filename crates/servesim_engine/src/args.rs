@@ -211,6 +211,17 @@ pub struct EngineArgs {
     /// A G3 tier behind G2 (needs `native_host_offload`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub g3_offload: Option<G3Offload>,
+    /// Multimodal requests (vLLM's names): image tokens the vision encoder may process in one
+    /// pass. Absent: `max_num_batched_tokens` (8192 when that is unbounded), as vLLM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_num_encoder_input_tokens: Option<u32>,
+    /// Encoder outputs kept, in image tokens. Absent: as `max_num_encoder_input_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoder_cache_size: Option<u32>,
+    /// Vision-encoder time per image token, ms, for the polynomial, fixed and profile timing
+    /// models (the roofline times the model's vision tower instead). Absent: 0.01 ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoder_ms_per_token: Option<f64>,
 }
 
 /// The whole launch configuration (`extra_engine_args` of Dynamo's replay).
@@ -237,6 +248,12 @@ fn default_backend() -> Backend {
 }
 /// Dynamo's default pool, per data-parallel rank.
 pub const DEFAULT_NUM_GPU_BLOCKS: u32 = 16384;
+/// Encoder budget and cache size when the token budget is unbounded (vLLM's default
+/// `max_num_batched_tokens` for multimodal models).
+pub const DEFAULT_ENCODER_TOKENS: u32 = 8192;
+/// Vision-encoder cost per image token when the timing model has no vision tower, ms: about
+/// a 0.7 B-parameter ViT (Qwen2.5-VL's) at four patches per token on an H200-class GPU.
+pub const DEFAULT_ENCODER_MS_PER_TOKEN: f64 = 0.01;
 fn default_max_num_seqs() -> Option<u32> {
     Some(256)
 }
@@ -432,6 +449,16 @@ impl EngineArgs {
         }
     }
 
+    /// The per-pass encoder budget, in image tokens (see `max_num_encoder_input_tokens`).
+    pub fn encoder_budget(&self) -> u32 {
+        self.max_num_encoder_input_tokens.or(self.max_num_batched_tokens).unwrap_or(DEFAULT_ENCODER_TOKENS)
+    }
+
+    /// The encoder cache's capacity, in image tokens (see `encoder_cache_size`).
+    pub fn encoder_cache_tokens(&self) -> u32 {
+        self.encoder_cache_size.unwrap_or_else(|| self.encoder_budget())
+    }
+
     pub fn sglang(&self) -> SglangArgs {
         self.sglang.clone().unwrap_or_default()
     }
@@ -506,6 +533,18 @@ impl EngineArgs {
             if sg.chunked_prefill_size % self.block_size() != 0 {
                 return err("engine.sglang.chunked_prefill_size must be a multiple of block_size");
             }
+        }
+        for (name, v) in
+            [("max_num_encoder_input_tokens", self.max_num_encoder_input_tokens), ("encoder_cache_size", self.encoder_cache_size)]
+        {
+            if v == Some(0) {
+                return Err(ArgsError(format!("engine.{name} must be at least 1")));
+            }
+        }
+        if let Some(ms) = self.encoder_ms_per_token
+            && !(ms.is_finite() && ms >= 0.0)
+        {
+            return err("engine.encoder_ms_per_token must be finite and non-negative");
         }
         self.validate_offload()?;
         if self.trtllm.is_some() && self.backend != Backend::Trtllm {

@@ -19,6 +19,36 @@ pub struct Request {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Prompt {
     runs: Vec<(u32, u32)>,
+    /// The images among the prompt's tokens, in prompt order (empty for a text-only prompt,
+    /// which then allocates nothing more).
+    images: Vec<ImageSpan>,
+}
+
+/// An image inside a prompt: its placeholder tokens `start..start + tokens` are filled by the
+/// vision encoder's output (vLLM's `PlaceholderRange`), and `hash` names its content (vLLM's
+/// `mm_hash`): two images with one hash share encoder output and, at the same place after the
+/// same prefix, KV blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageSpan {
+    pub start: u32,
+    pub tokens: u32,
+    pub hash: u64,
+}
+
+/// An image to place in a prompt: `tokens` tokens inserted before text position `offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Image {
+    pub offset: u32,
+    pub tokens: u32,
+    pub hash: u64,
+}
+
+/// The token an image's placeholders carry: derived from its content hash, so the blocks that
+/// hold it hash (and are prefix-cached) by the image's content, as vLLM's block hashes take
+/// the image hash as an extra key. The top bit is set to keep it apart from a trace's hash
+/// ids, which are small integers once interned.
+pub fn image_token(hash: u64) -> u32 {
+    (mix64(hash) >> 32) as u32 | 0x8000_0000
 }
 
 impl Prompt {
@@ -37,7 +67,52 @@ impl Prompt {
                 _ => out.push((t, end)),
             }
         }
-        Prompt { runs: out }
+        Prompt { runs: out, images: Vec::new() }
+    }
+
+    /// A prompt of text runs (token, count) with `images` inserted: each image's placeholder
+    /// tokens go before text position `offset` (images at one offset in the order given).
+    /// Offsets past the text's end place the image at the end.
+    pub fn with_images(text: impl IntoIterator<Item = (u32, u32)>, images: &[Image]) -> Self {
+        if images.is_empty() {
+            return Prompt::from_runs(text);
+        }
+        let mut order: Vec<usize> = (0..images.len()).collect();
+        order.sort_by_key(|&k| images[k].offset);
+        let mut merged: Vec<(u32, u32)> = Vec::new();
+        let mut spans = Vec::with_capacity(images.len());
+        let (mut text_pos, mut pos, mut next) = (0u32, 0u32, 0usize);
+        let mut place = |merged: &mut Vec<(u32, u32)>, pos: &mut u32, img: &Image| {
+            merged.push((image_token(img.hash), img.tokens));
+            spans.push(ImageSpan { start: *pos, tokens: img.tokens, hash: img.hash });
+            *pos += img.tokens;
+        };
+        for (t, n) in text {
+            let mut left = n;
+            while left > 0 {
+                while next < order.len() && images[order[next]].offset <= text_pos {
+                    place(&mut merged, &mut pos, &images[order[next]]);
+                    next += 1;
+                }
+                let until = if next < order.len() { images[order[next]].offset - text_pos } else { left };
+                let take = left.min(until);
+                merged.push((t, take));
+                text_pos += take;
+                pos += take;
+                left -= take;
+            }
+        }
+        for &k in &order[next..] {
+            place(&mut merged, &mut pos, &images[k]);
+        }
+        let mut prompt = Prompt::from_runs(merged);
+        prompt.images = spans;
+        prompt
+    }
+
+    /// The prompt's images, in prompt order.
+    pub fn images(&self) -> &[ImageSpan] {
+        &self.images
     }
 
     pub fn len(&self) -> u32 {
@@ -145,6 +220,11 @@ impl Sequence {
 
     pub fn prompt_len(&self) -> u32 {
         self.prompt_len
+    }
+
+    /// The prompt's images (empty for text only).
+    pub fn images(&self) -> &[ImageSpan] {
+        &self.prompt.images
     }
 
     /// Prompt plus generated tokens.

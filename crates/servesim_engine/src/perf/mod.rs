@@ -61,12 +61,25 @@ impl PerfModel {
     }
 }
 
+impl PerfModel {
+    /// Whether this model can time a vision encoder: the roofline needs a model with a vision
+    /// tower; the others charge `encoder_ms_per_token`.
+    pub fn times_images(&self) -> bool {
+        match self {
+            PerfModel::Roofline(r) => r.has_vision(),
+            _ => true,
+        }
+    }
+}
+
 /// A perf model plus the speed-up ratios: turns model milliseconds into pass durations.
 #[derive(Clone, Debug)]
 pub struct PassTimer {
     pub model: PerfModel,
     prefill_divisor: f64,
     decode_divisor: f64,
+    /// Vision-encoder ms per image token for models without a vision tower.
+    encoder_ms_per_token: f64,
 }
 
 impl PassTimer {
@@ -74,7 +87,7 @@ impl PassTimer {
         // A ratio <= 0 means "do not scale"; decode is divided once by the product.
         let s = if speedup_ratio > 0.0 { speedup_ratio } else { 1.0 };
         let d = if decode_speedup_ratio > 0.0 { decode_speedup_ratio } else { 1.0 };
-        PassTimer { model, prefill_divisor: s, decode_divisor: s * d }
+        PassTimer { model, prefill_divisor: s, decode_divisor: s * d, encoder_ms_per_token: crate::args::DEFAULT_ENCODER_MS_PER_TOKEN }
     }
 
     /// The timer the arguments describe; `profile` is the NPZ profile they name, loaded by the
@@ -95,11 +108,25 @@ impl PassTimer {
             (TimingModel::Fixed { prefill_ms, decode_ms }, None) => PerfModel::Fixed { prefill_ms: *prefill_ms, decode_ms: *decode_ms },
             _ => PerfModel::Polynomial(Polynomial),
         };
-        Ok(PassTimer::new(model, args.speedup_ratio, args.decode_speedup_ratio))
+        let mut timer = PassTimer::new(model, args.speedup_ratio, args.decode_speedup_ratio);
+        if let Some(ms) = args.encoder_ms_per_token {
+            timer.encoder_ms_per_token = ms;
+        }
+        Ok(timer)
     }
 
     pub fn prefill(&self, batch: u64, isl: u64, prefix: u64) -> Duration {
         scale(self.model.prefill_ms(batch, isl, prefix), self.prefill_divisor)
+    }
+
+    /// The vision encoder over `images` images of `tokens` image tokens in all (scaled like
+    /// prefill: it is compute-bound work of the same pass).
+    pub fn encoder(&self, tokens: u64, images: u64) -> Duration {
+        let ms = match &self.model {
+            PerfModel::Roofline(r) => r.encoder_ms(tokens, images),
+            _ => self.encoder_ms_per_token * tokens as f64,
+        };
+        scale(ms, self.prefill_divisor)
     }
 
     pub fn decode(&self, batch: u64, active_kv: u64, total_kv: u64) -> Duration {

@@ -45,6 +45,30 @@ pub struct ModelSpec {
     pub num_experts_per_tok: u32,
     #[serde(default)]
     pub moe_intermediate_size: Option<u32>,
+    /// The vision tower of a multimodal model (`vision_config`); absent for text-only models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vision: Option<VisionSpec>,
+}
+
+/// A ViT vision tower and its patch merger, as in a Qwen2-VL-style `vision_config`: `depth`
+/// blocks of attention and a gated MLP over image patches, then a merger that folds
+/// `spatial_merge_size²` patches into one image token of the language model's width.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VisionSpec {
+    pub depth: u32,
+    pub hidden_size: u32,
+    pub intermediate_size: u32,
+    pub num_heads: u32,
+    #[serde(default = "default_merge")]
+    pub spatial_merge_size: u32,
+    /// The merger's output width; defaults to the language model's `hidden_size`.
+    #[serde(default)]
+    pub out_hidden_size: Option<u32>,
+}
+
+fn default_merge() -> u32 {
+    2
 }
 
 fn default_dtype() -> String {
@@ -153,6 +177,7 @@ pub fn model_preset(name: &str) -> Option<ModelSpec> {
         num_experts: 0,
         num_experts_per_tok: 0,
         moe_intermediate_size: None,
+        vision: None,
     };
     Some(match name {
         "llama-3.1-8b" => dense(32, 4096, 32, 8, 128, 14336, 128256, false),
@@ -166,11 +191,24 @@ pub fn model_preset(name: &str) -> Option<ModelSpec> {
             ..dense(48, 2048, 32, 4, 128, 6144, 151936, false)
         },
         "mixtral-8x7b" => ModelSpec { num_experts: 8, num_experts_per_tok: 2, ..dense(32, 4096, 32, 8, 128, 14336, 32000, false) },
+        // Qwen/Qwen2.5-VL-7B-Instruct: Qwen2.5-7B's text model and its `vision_config`.
+        "qwen2.5-vl-7b" => ModelSpec {
+            vision: Some(VisionSpec {
+                depth: 32,
+                hidden_size: 1280,
+                intermediate_size: 3420,
+                num_heads: 16,
+                spatial_merge_size: 2,
+                out_hidden_size: Some(3584),
+            }),
+            ..dense(28, 3584, 28, 4, 128, 18944, 152064, false)
+        },
         _ => return None,
     })
 }
 
-pub const MODEL_PRESETS: &[&str] = &["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "qwen3-32b", "qwen3-30b-a3b", "mixtral-8x7b"];
+pub const MODEL_PRESETS: &[&str] =
+    &["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "qwen3-32b", "qwen3-30b-a3b", "mixtral-8x7b", "qwen2.5-vl-7b"];
 pub const GPU_PRESETS: &[&str] = &["a100", "l40s", "h100", "h200", "b200"];
 
 /// GPU presets. Sources: NVIDIA datasheets, dense (non-sparse) Tensor Core peaks:
@@ -222,6 +260,9 @@ pub struct Roofline {
     /// Parameters of all routed experts' MLPs in one layer (MoE only).
     expert_params_per_layer: f64,
     total_params: f64,
+    /// Parameters of the vision tower (0 without one): held in memory, read by the encoder
+    /// only.
+    vision_params: f64,
 }
 
 impl Roofline {
@@ -275,8 +316,9 @@ impl Roofline {
         let embed = model.vocab_size as f64 * h * if model.tie_word_embeddings { 1.0 } else { 2.0 };
         // The input embedding is a lookup: only the LM head counts as compute per token.
         let active_params = layers * (attn + mlp_active) + model.vocab_size as f64 * h;
-        let total_params = layers * (attn + if experts > 0.0 { experts } else { mlp_active }) + embed;
-        Ok(Roofline { model, gpu, args: args.clone(), active_params, expert_params_per_layer: experts, total_params })
+        let vision_params = model.vision.as_ref().map_or(0.0, |v| vision_params(v, model.hidden_size));
+        let total_params = layers * (attn + if experts > 0.0 { experts } else { mlp_active }) + embed + vision_params;
+        Ok(Roofline { model, gpu, args: args.clone(), active_params, expert_params_per_layer: experts, total_params, vision_params })
     }
 
     fn weight_bytes_per_param(&self) -> f64 {
@@ -331,13 +373,13 @@ impl Roofline {
     /// experts at least one token is routed to (expected number, uniform routing).
     fn weights_read(&self, batch: f64) -> f64 {
         if self.expert_params_per_layer == 0.0 {
-            return self.weight_bytes();
+            return (self.total_params - self.vision_params) * self.weight_bytes_per_param();
         }
         let e = self.model.num_experts as f64;
         let k = self.model.num_experts_per_tok.max(1) as f64;
         let touched = e * (1.0 - (1.0 - k / e).powf(batch));
         let per_expert = self.expert_params_per_layer / e;
-        let non_expert = self.total_params - self.expert_params_per_layer * self.model.num_hidden_layers as f64;
+        let non_expert = self.total_params - self.vision_params - self.expert_params_per_layer * self.model.num_hidden_layers as f64;
         (non_expert + per_expert * touched * self.model.num_hidden_layers as f64) * self.weight_bytes_per_param()
     }
 
@@ -355,6 +397,29 @@ impl Roofline {
         (flops / self.peak_flops()).max(bytes / self.bandwidth()) * 1e3 + self.args.overhead_ms
     }
 
+    /// Whether the model has a vision tower to time.
+    pub fn has_vision(&self) -> bool {
+        self.model.vision.is_some()
+    }
+
+    /// The vision tower encoding `images` images of `tokens` image tokens in all: 2 FLOPs per
+    /// parameter per patch (`spatial_merge_size²` patches per token) plus full attention
+    /// within each image (Qwen2.5-VL attends within windows in most blocks: an upper bound),
+    /// against one read of the tower's weights. No pass overhead: the encoder runs inside a
+    /// pass that already pays it.
+    pub fn encoder_ms(&self, tokens: u64, images: u64) -> f64 {
+        let Some(v) = &self.model.vision else { return 0.0 };
+        if tokens == 0 {
+            return 0.0;
+        }
+        let m2 = (v.spatial_merge_size.max(1) * v.spatial_merge_size.max(1)) as f64;
+        let patches = tokens as f64 * m2;
+        let per_image = patches / images.max(1) as f64;
+        let flops = 2.0 * self.vision_params * patches + 4.0 * v.depth as f64 * v.hidden_size as f64 * patches * per_image;
+        let bytes = self.vision_params * self.weight_bytes_per_param();
+        (flops / self.peak_flops()).max(bytes / self.bandwidth()) * 1e3
+    }
+
     /// One decode step of `batch` requests holding `active_kv` context tokens in total.
     pub fn decode_ms(&self, batch: u64, active_kv: u64) -> f64 {
         if batch == 0 {
@@ -365,6 +430,15 @@ impl Roofline {
         let bytes = self.weights_read(b) + self.kv_bytes_per_token() as f64 * active_kv as f64;
         (flops / self.peak_flops()).max(bytes / self.bandwidth()) * 1e3 + self.args.overhead_ms
     }
+}
+
+/// Parameters of a vision tower: per block Q, K, V, O (4h²) and a gated MLP (3hi); the
+/// merger's two-layer MLP from `m²h` to `m²h` to the output width.
+fn vision_params(v: &VisionSpec, llm_hidden: u32) -> f64 {
+    let h = v.hidden_size as f64;
+    let blocks = v.depth as f64 * (4.0 * h * h + 3.0 * h * v.intermediate_size as f64);
+    let merged = h * (v.spatial_merge_size * v.spatial_merge_size) as f64;
+    blocks + merged * merged + merged * v.out_hidden_size.unwrap_or(llm_hidden) as f64
 }
 
 fn kv_heads(m: &ModelSpec) -> u32 {

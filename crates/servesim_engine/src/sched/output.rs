@@ -71,6 +71,14 @@ pub struct PassOutput {
     /// The pass's forward-pass metrics, when the harness asked for them
     /// (`Scheduler::set_forward_pass_metrics`).
     pub fpm: ForwardPassMetrics,
+    /// The vision-encoder part of `duration` (multimodal requests).
+    pub encoder_duration: Duration,
+    /// Requests whose images the encoder ran in this pass (its time is on their path).
+    pub encoded: Vec<u64>,
+    /// Images first needed by a request in this pass, and those of them found in the encoder
+    /// cache.
+    pub encoder_lookups: u32,
+    pub encoder_hits: u32,
 }
 
 /// What a pass scheduled and what waited, as the pass started (Dynamo's forward-pass metrics,
@@ -143,6 +151,10 @@ impl Clone for PassOutput {
             prefill_duration,
             compute_start_ms,
             fpm,
+            encoder_duration,
+            encoded,
+            encoder_lookups,
+            encoder_hits,
         } = src;
         self.duration = *duration;
         self.admissions.clone_from(admissions);
@@ -158,6 +170,10 @@ impl Clone for PassOutput {
         self.prefill_duration = *prefill_duration;
         self.compute_start_ms = *compute_start_ms;
         self.fpm = *fpm;
+        self.encoder_duration = *encoder_duration;
+        self.encoded.clone_from(encoded);
+        self.encoder_lookups = *encoder_lookups;
+        self.encoder_hits = *encoder_hits;
     }
 }
 
@@ -179,6 +195,10 @@ impl PassOutput {
         self.prefill_duration = Duration::ZERO;
         self.compute_start_ms = None;
         self.fpm = ForwardPassMetrics::default();
+        self.encoder_duration = Duration::ZERO;
+        self.encoded.clear();
+        self.encoder_lookups = 0;
+        self.encoder_hits = 0;
     }
 }
 

@@ -9,4 +9,5 @@ mod proptest_radix;
 mod sglang_scheduler;
 mod trtllm_scheduler;
 mod vllm_blocks;
+mod vllm_multimodal;
 mod vllm_scheduler;

@@ -169,6 +169,29 @@ pub struct Collector {
     pub preemptions: u64,
     /// Running requests the SGLang scheduler retracted under decode memory pressure.
     pub retractions: u64,
+    /// Multimodal figures, only for a workload with images (a text-only summary has none of
+    /// their keys).
+    pub images: Option<Box<ImageStats>>,
+}
+
+/// What the vision encoder did for a workload with images.
+#[derive(Clone, Debug, Default)]
+pub struct ImageStats {
+    /// Images of the requests that arrived.
+    pub num_images: u64,
+    /// Per request: its images, and the encoder time of the passes that encoded them (the
+    /// encoder runs before the pass's prefill, so all of it delays the request).
+    pub images_of: Vec<u32>,
+    pub encoder_ms: Vec<f64>,
+    /// Images first needed by a request, and those found in the encoder cache.
+    pub lookups: u64,
+    pub hits: u64,
+}
+
+impl ImageStats {
+    pub fn new(n: usize) -> Self {
+        ImageStats { images_of: vec![0; n], encoder_ms: vec![0.0; n], ..ImageStats::default() }
+    }
 }
 
 impl Collector {
@@ -389,6 +412,16 @@ impl Collector {
             if !o.g2.is_empty() {
                 m.insert("g2_domains".into(), serde_json::to_value(&o.g2).expect("serialisable"));
             }
+        }
+        if let Some(im) = &self.images {
+            let with_images = || {
+                self.records.iter().zip(&im.images_of).zip(&im.encoder_ms).filter(|((r, n), _)| **n > 0 && r.status == Status::Completed)
+            };
+            let (n, total) = with_images().fold((0u64, 0.0), |(n, t), (_, &ms)| (n + 1, t + ms));
+            m.insert("num_images".into(), im.num_images.into());
+            m.insert("mean_encoder_time_ms".into(), num(if n > 0 { total / n as f64 } else { 0.0 }));
+            m.insert("encoder_cache_hit_ratio".into(), num(if im.lookups > 0 { im.hits as f64 / im.lookups as f64 } else { 0.0 }));
+            m.insert("encoder_cache_lookups".into(), im.lookups.into());
         }
         if self.slo.is_set() {
             let met = self.slo.met(&m);

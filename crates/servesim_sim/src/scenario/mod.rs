@@ -267,6 +267,36 @@ impl Default for Scenario {
     }
 }
 
+/// An image workload must suit the engine: the vLLM backend (the only one that models a
+/// vision encoder), images within the encoder budget and cache, a roofline with a vision tower.
+fn check_images(engine: &EngineArgs, tokens_per_image: u32) -> Result<(), SimError> {
+    use servesim_engine::Backend;
+    let bad = |m: String| Err(SimError::new(m));
+    if engine.backend != Backend::Vllm {
+        let name = if engine.backend == Backend::Sglang { "sglang" } else { "trtllm" };
+        return bad(format!("workload.images: the {name} backend does not model multimodal requests (use backend \"vllm\")"));
+    }
+    let budget = engine.encoder_budget();
+    if tokens_per_image > budget {
+        return bad(format!(
+            "workload.images.tokens_per_image: {tokens_per_image} is more than engine.max_num_encoder_input_tokens {budget} (the encoder could never take one image)"
+        ));
+    }
+    let cache = engine.encoder_cache_tokens();
+    if tokens_per_image > cache {
+        return bad(format!(
+            "workload.images.tokens_per_image: {tokens_per_image} is more than engine.encoder_cache_size {cache} (the encoder cache cannot hold one image)"
+        ));
+    }
+    if let servesim_engine::args::TimingModel::Roofline(r) = &engine.timing_model {
+        let roofline = servesim_engine::perf::roofline::Roofline::new(r).map_err(SimError::new)?;
+        if !roofline.has_vision() {
+            return bad("workload.images: the roofline model has no vision tower (use a multimodal preset such as qwen2.5-vl-7b, or add `vision` to the model)".into());
+        }
+    }
+    Ok(())
+}
+
 impl Scenario {
     /// Parses and validates a scenario; errors name the field's path. The scenario keeps
     /// what the user left unset unset (`engine.num_gpu_blocks`, `engine.kv_bytes_per_token`):
@@ -287,6 +317,13 @@ impl Scenario {
         s.config()?;
         if let WorkloadSpec::Synthetic(spec) = &s.workload {
             spec.validate()?;
+            if let Some(images) = &spec.images
+                && images.per_request > 0
+            {
+                for engine in [Some(&s.engine), s.cluster.prefill_engine.as_ref()].into_iter().flatten() {
+                    check_images(engine, images.tokens_per_image)?;
+                }
+            }
         }
         Ok(s)
     }

@@ -16,7 +16,7 @@ use crate::planner::Planner;
 use crate::queue::{EventKind, EventQueue};
 use crate::report::events::{EventSink, Place, SimEvent};
 use crate::report::timeseries::Recorder;
-use crate::report::{Collector, Column, RunReport, Status};
+use crate::report::{Collector, Column, ImageStats, RunReport, Status};
 use crate::scenario::SimConfig;
 use crate::workload::Workload;
 use crate::workload::driver::{Driver, Load};
@@ -81,6 +81,8 @@ impl Simulation {
             Some(concurrency) => Load::Closed { concurrency },
             None => Load::Open { speedup: cfg.arrival_speedup_ratio },
         };
+        let mut collector = Collector::new(workload.len());
+        collector.images = workload.has_images().then(|| Box::new(ImageStats::new(workload.len())));
         let mut sim = Simulation {
             driver: Driver::new(&workload, load)?,
             fleet: Fleet::default(),
@@ -88,7 +90,7 @@ impl Simulation {
             events: EventQueue::default(),
             now_ms: 0.0,
             finished: 0,
-            collector: Collector::new(workload.len()),
+            collector,
             recorder: Recorder::new(cfg.timeseries_interval_ms),
             scratch: Default::default(),
             checks: cfg!(debug_assertions),
@@ -454,6 +456,11 @@ impl Simulation {
     fn route_arrivals(&mut self, t: f64) {
         while let Some((i, at)) = self.driver.pop_ready(t, &mut self.workload) {
             self.collector.arrive(i, at, self.workload.input_length(i as usize));
+            if let Some(im) = &mut self.collector.images {
+                let n = self.workload.images(i as usize).len() as u32;
+                im.num_images += n as u64;
+                im.images_of[i as usize] = n;
+            }
             if self.event_sink.is_some() {
                 let (input_tokens, output_tokens) = (self.workload.input_length(i as usize), self.workload.rows[i as usize].output_length);
                 self.emit(t, SimEvent::Arrived { request: i, input_tokens, output_tokens });
@@ -757,6 +764,14 @@ impl Simulation {
             self.publish_fpm(r, out.fpm, t);
         }
         self.collector.committed_prefill_tokens += out.committed_prefill_tokens;
+        if let Some(im) = &mut self.collector.images {
+            let ms = duration_ms(out.encoder_duration);
+            for &id in &out.encoded {
+                im.encoder_ms[id as usize] += ms;
+            }
+            im.lookups += out.encoder_lookups as u64;
+            im.hits += out.encoder_hits as u64;
+        }
         match self.fleet.pools[pool].args().backend {
             servesim_engine::Backend::Sglang => self.collector.retractions += out.preempted.len() as u64,
             _ => self.collector.preemptions += out.preempted.len() as u64,

@@ -11,6 +11,7 @@ pub mod synthetic;
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
+use servesim_engine::sequence::Image;
 use servesim_engine::{Prompt, Request};
 
 /// A trace's format (`trace_format`).
@@ -122,6 +123,9 @@ pub struct Workload {
     pub cumulative: bool,
     /// Prompts built when their request was dispatched (cumulative sessions), by row.
     prompts: FxHashMap<u32, Prompt>,
+    /// Rows' images (multimodal requests), by row; empty for a text-only workload, which then
+    /// builds its requests exactly as before.
+    images: FxHashMap<u32, Vec<Image>>,
 }
 
 impl Workload {
@@ -150,6 +154,26 @@ impl Workload {
 
     pub fn len(&self) -> usize {
         self.rows.len()
+    }
+
+    /// Gives the latest row pushed its images (placed by their text offsets).
+    pub fn set_images(&mut self, images: Vec<Image>) {
+        if !images.is_empty() {
+            self.images.insert(self.rows.len() as u32 - 1, images);
+        }
+    }
+
+    /// Whether some request carries images.
+    pub fn has_images(&self) -> bool {
+        !self.images.is_empty()
+    }
+
+    /// Row `i`'s images (empty for text only).
+    pub fn images(&self, i: usize) -> &[Image] {
+        if self.images.is_empty() {
+            return &[];
+        }
+        self.images.get(&(i as u32)).map_or(&[], Vec::as_slice)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -187,7 +211,8 @@ impl Workload {
         let row = &self.rows[i];
         let prompt = match self.prompts.get(&(i as u32)) {
             Some(p) => p.clone(),
-            None => Prompt::from_runs(self.own_runs(i)),
+            None if self.images.is_empty() => Prompt::from_runs(self.own_runs(i)),
+            None => Prompt::with_images(self.own_runs(i), self.images(i)),
         };
         Request { id, prompt, max_output: row.output_length }
     }
@@ -197,11 +222,12 @@ impl Workload {
         self.prompts.insert(i, prompt);
     }
 
-    /// The prompt length of row `i`'s request (its history included, once dispatched).
+    /// The prompt length of row `i`'s request (its history included, once dispatched; its
+    /// image tokens included).
     pub fn input_length(&self, i: usize) -> u32 {
         match self.prompts.get(&(i as u32)) {
             Some(p) => p.len(),
-            None => self.rows[i].input_length,
+            None => self.rows[i].input_length + self.images(i).iter().map(|m| m.tokens).sum::<u32>(),
         }
     }
 

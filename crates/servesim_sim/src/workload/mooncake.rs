@@ -13,6 +13,7 @@ use crate::SimError;
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
+use servesim_engine::sequence::Image;
 
 /// How a trace is read.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -48,6 +49,9 @@ struct Line {
     delay: Option<f64>,
     #[serde(default)]
     output_token_ids: Option<IgnoredAny>,
+    /// Multimodal requests: the prompt's images (see `docs/multimodal.md`).
+    #[serde(default)]
+    images: Option<Vec<ImageRow>>,
     // Accepted and ignored: a request's name, and the KV router queue's priorities (servesim's
     // router queue is first come, first served).
     #[serde(default)]
@@ -62,6 +66,17 @@ struct Line {
     #[serde(default)]
     #[allow(dead_code)]
     policy_class: Option<IgnoredAny>,
+}
+
+/// One image of a row: `tokens` image tokens (added to `input_length`'s text tokens), its
+/// content `hash`, inserted before text position `offset` (default 0: before the text).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ImageRow {
+    tokens: u32,
+    hash: u64,
+    #[serde(default)]
+    offset: u32,
 }
 
 /// Parses a whole trace held in memory, replayed open loop. `source` names the file (or
@@ -201,7 +216,27 @@ impl<'a> Parser<'a> {
         if existing.is_some() {
             self.sessions.push(s, String::new, row, delay);
         }
+        let images = match line.images {
+            None => Vec::new(),
+            Some(rows) => {
+                if self.workload.cumulative {
+                    return Err(at("images are not supported in mooncake-delta traces (a later turn's history would lose them)".into()));
+                }
+                let mut images = Vec::with_capacity(rows.len());
+                for (k, m) in rows.iter().enumerate() {
+                    if m.tokens == 0 {
+                        return Err(at(format!("images[{k}].tokens must be at least 1")));
+                    }
+                    if m.offset > input_length {
+                        return Err(at(format!("images[{k}].offset {} is past input_length {input_length}", m.offset)));
+                    }
+                    images.push(Image { offset: m.offset, tokens: m.tokens, hash: m.hash });
+                }
+                images
+            }
+        };
         self.workload.push(line.timestamp.unwrap_or(f64::NAN), input_length, line.output_length, &line.hash_ids);
+        self.workload.set_images(images);
         Ok(())
     }
 
@@ -299,6 +334,31 @@ mod tests {
         assert!(e.to_string().contains("z:1: unknown field `bogus`"), "{e}");
         assert!(parse("\n", 16, "e").unwrap_err().to_string().contains("no requests"));
         assert!(parse("not json", 16, "n").unwrap_err().to_string().starts_with("n:1:"));
+    }
+
+    #[test]
+    fn images_are_read_and_checked() {
+        let t = "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [7], \"images\": [{\"tokens\": 3, \"hash\": 99, \"offset\": 2}]}\n";
+        let w = parse(t, 4, "m.jsonl").unwrap();
+        assert!(w.has_images());
+        assert_eq!(w.input_length(0), 7);
+        let p = w.request(0, 0).prompt;
+        let img = servesim_engine::sequence::image_token(99);
+        assert_eq!(p.to_vec(), vec![7, 7, img, img, img, 7, 7]);
+        assert_eq!(p.images()[0].start, 2);
+        let bad = |imgs: &str| {
+            parse(
+                &format!("{{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 2, \"hash_ids\": [7], \"images\": {imgs}}}"),
+                4,
+                "m.jsonl",
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        assert!(bad("[{\"tokens\": 0, \"hash\": 1}]").starts_with("m.jsonl:1: images[0].tokens must be at least 1"));
+        assert!(bad("[{\"tokens\": 5, \"hash\": 1, \"offset\": 9}]").contains("images[0].offset 9 is past input_length 4"));
+        assert!(bad("[{\"tokens\": 5, \"hash\": 1, \"size\": 9}]").contains("m.jsonl:1: unknown field `size`"));
+        assert!(bad("[{\"tokens\": 5}]").contains("m.jsonl:1: missing field `hash`"));
     }
 
     #[test]

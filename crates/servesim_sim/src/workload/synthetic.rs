@@ -10,6 +10,7 @@ use crate::SimError;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use servesim_engine::sequence::Image;
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -88,6 +89,21 @@ pub struct SyntheticSpec {
     /// next as soon as it ends (the arrival process is then not used).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<u32>,
+    /// Multimodal requests: images in every prompt (absent: text only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImagesSpec>,
+}
+
+/// `workload.images`: each request carries `per_request` images of `tokens_per_image` image
+/// tokens, placed after the shared prefix (if any) and before the rest of the text. Their
+/// content is drawn from `distinct` different images (0: every image is unique).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImagesSpec {
+    pub per_request: u32,
+    pub tokens_per_image: u32,
+    #[serde(default)]
+    pub distinct: u32,
 }
 
 fn is_one(n: &u32) -> bool {
@@ -114,6 +130,7 @@ impl Default for SyntheticSpec {
             turns_per_session: 1,
             think_time_ms: 0.0,
             concurrency: None,
+            images: None,
         }
     }
 }
@@ -153,6 +170,17 @@ impl SyntheticSpec {
         if self.concurrency == Some(0) {
             return bad("concurrency", "must be at least 1");
         }
+        if let Some(m) = &self.images {
+            if m.per_request > 64 {
+                return bad("images.per_request", "must be at most 64");
+            }
+            if m.tokens_per_image == 0 || m.tokens_per_image > 1_000_000 {
+                return bad("images.tokens_per_image", "must be within 1..=1000000");
+            }
+            if self.turns_per_session > 1 && m.per_request > 0 {
+                return bad("images", "multi-turn conversations with images are not supported yet (turns_per_session must be 1)");
+            }
+        }
         Ok(())
     }
 
@@ -160,6 +188,10 @@ impl SyntheticSpec {
     pub fn generate(&self) -> Result<Workload, SimError> {
         self.validate()?;
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        // Images draw from their own stream of the same seed, so the text (arrivals, lengths,
+        // prefixes) is the same with images as without.
+        let mut image_rng = ChaCha8Rng::seed_from_u64(self.seed);
+        image_rng.set_stream(1);
         let mut w = Workload::new(self.block_tokens);
         let mean_gap = 1000.0 / self.rate_rps;
         let mut t = 0.0;
@@ -208,6 +240,17 @@ impl SyntheticSpec {
                 sessions.push(session, || format!("conversation_{session}"), i, 0.0);
             }
             w.push(t, isl, osl, &ids);
+            if let Some(m) = &self.images {
+                let offset = (shared * self.block_tokens).min(isl);
+                let images = (0..m.per_request)
+                    .map(|_| {
+                        let hash =
+                            if m.distinct == 0 { image_rng.random::<u64>() } else { image_rng.random_range(0..m.distinct) as u64 + 1 };
+                        Image { offset, tokens: m.tokens_per_image, hash }
+                    })
+                    .collect();
+                w.set_images(images);
+            }
         }
         if turns > 1 {
             w.sessions = Some(sessions);
@@ -269,6 +312,24 @@ mod tests {
         // Requests of one group share their leading ids.
         let firsts: std::collections::BTreeSet<u32> = a.rows.iter().map(|r| a.hash_ids(r)[0]).collect();
         assert_eq!(firsts.len(), 4);
+    }
+
+    #[test]
+    fn images_draw_from_the_distinct_pool() {
+        let images = ImagesSpec { per_request: 2, tokens_per_image: 100, distinct: 3 };
+        let spec = SyntheticSpec { num_requests: 50, images: Some(images), ..Default::default() };
+        let w = spec.generate().unwrap();
+        let hashes: std::collections::BTreeSet<u64> = (0..50).flat_map(|i| w.images(i).iter().map(|m| m.hash)).collect();
+        assert_eq!(hashes.len(), 3);
+        // The text is the same as without images.
+        let text = SyntheticSpec { num_requests: 50, ..Default::default() }.generate().unwrap();
+        assert_eq!(w.rows, text.rows);
+        assert_eq!(w.input_length(0), w.rows[0].input_length + 200);
+        let unique = SyntheticSpec { images: Some(ImagesSpec { distinct: 0, ..images }), ..spec }.generate().unwrap();
+        let hashes: std::collections::BTreeSet<u64> = (0..50).flat_map(|i| unique.images(i).iter().map(|m| m.hash)).collect();
+        assert_eq!(hashes.len(), 100);
+        let e = SyntheticSpec { images: Some(ImagesSpec { tokens_per_image: 0, ..images }), ..Default::default() }.validate().unwrap_err();
+        assert!(e.to_string().contains("workload.images.tokens_per_image"), "{e}");
     }
 
     #[test]

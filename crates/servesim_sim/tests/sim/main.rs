@@ -6,6 +6,7 @@ mod conformance;
 mod dynosim;
 mod events;
 mod kvbm;
+mod multimodal;
 mod proptest_indexer;
 mod reference_aborts;
 mod routing_patterns;

@@ -171,6 +171,11 @@ impl SglangCore {
     /// it on arrival instead.
     fn never_fits(&self, s: u32) -> Option<String> {
         let r = self.req(s);
+        if !r.seq.images().is_empty() {
+            // Not modelled: SGLang's multimodal path (its own encoder scheduling and mm cache)
+            // is a different design from vLLM's; refusing is better than timing images as text.
+            return Some("has images: the sglang backend does not model multimodal requests (use backend \"vllm\")".into());
+        }
         let (len, mut out) = (r.seq.len(), r.remaining_output());
         if self.cfg.worker_type == WorkerType::Prefill {
             // A prefill worker produces one token and hands the request off.

@@ -10,6 +10,7 @@
 //! the running requests may still take, no prefix hit is given back for recomputation, and
 //! nothing is ever preempted.
 
+mod encoder;
 mod handoff;
 mod offload;
 mod onboarding;
@@ -86,6 +87,9 @@ enum Scheduled {
     Blocked,
     /// The request asking for blocks was itself preempted.
     SelfPreempted,
+    /// Its next tokens are an image whose encoder output can be neither found nor computed in
+    /// this pass (budget or encoder cache spent): skipped, as vLLM skips it.
+    EncoderWait,
 }
 
 #[derive(Debug)]
@@ -138,6 +142,10 @@ pub struct VllmCore {
     /// be stepped again at once (see `Scheduler::retry_at_once`).
     g3_epoch_before: Option<u64>,
     retry_at_once: bool,
+    /// Multimodal requests: the encoder budget and cache, from the first request with images.
+    encoder: Option<Box<encoder::EncoderState>>,
+    /// (encoder budget, encoder cache tokens) from the arguments.
+    encoder_args: (u32, u32),
 }
 
 impl VllmCore {
@@ -196,6 +204,8 @@ impl VllmCore {
             scratch_flags: Vec::new(),
             g3_epoch_before: None,
             retry_at_once: false,
+            encoder: None,
+            encoder_args: (args.encoder_budget(), args.encoder_cache_tokens()),
         })
     }
 
@@ -289,6 +299,9 @@ impl VllmCore {
             let budget_before = *budget;
             let admitted = fits && matches!(self.schedule(s, Some(&hit), budget, &mut unused), Scheduled::Yes);
             self.spare_slots = hit.slots;
+            if !admitted && self.encoder.is_some() {
+                self.forget_images(s);
+            }
             if admitted {
                 self.waiting.remove(k);
                 self.running.push(s);
@@ -339,6 +352,13 @@ impl VllmCore {
         }
         if seq.admissions > 0 {
             return None;
+        }
+        // A prompt transferred from a prefill worker needs no encoder here.
+        if !seq.images().is_empty()
+            && !seq.prefilled
+            && let Some(reason) = self.image_rejection(seq)
+        {
+            return Some(reason);
         }
         match self.cfg.capacity {
             Capacity::Optimistic => {
@@ -474,9 +494,19 @@ impl VllmCore {
         if !self.cfg.chunked_prefill && (prompt_len - prompt_before) as u64 > *budget {
             return Scheduled::Blocked;
         }
-        let desired = (remaining as u64).min(*budget) as u32;
+        let mut desired = (remaining as u64).min(*budget) as u32;
         if desired == 0 && remaining > 0 {
             return Scheduled::Blocked;
+        }
+        let has_images = prompt_before < prompt_len && !seq.images().is_empty();
+        if has_images {
+            let allowed = self.plan_encoder(s, before, desired);
+            if allowed < desired {
+                if allowed == 0 || !self.cfg.chunked_prefill {
+                    return Scheduled::EncoderWait;
+                }
+                desired = allowed;
+            }
         }
         let target_blocks = self.blocks_for(before + desired);
 
@@ -526,6 +556,9 @@ impl VllmCore {
             seq.visible = h.slots.len() as u32;
         }
         seq.num_computed = before + desired;
+        if has_images {
+            self.commit_encoder(s, before + desired);
+        }
         self.make_visible(s, full);
         let seq_len = self.seq(s).len();
         let chunk = Chunk { seq: s, tokens: desired, seq_len, prompt_after: (before + desired).min(prompt_len), prompt_before };
@@ -586,6 +619,9 @@ impl VllmCore {
             }
         }
         self.release_blocks(victim);
+        if self.encoder.is_some() {
+            self.forget_images(victim);
+        }
         let seq = self.seqs[victim as usize].as_mut().expect("live sequence");
         seq.num_computed = 0;
         seq.visible = 0;
@@ -685,7 +721,10 @@ impl VllmCore {
             let total = self.cfg.num_blocks as u64 * self.cfg.block_size as u64;
             self.timer.decode(batch, context, total)
         };
-        self.out.duration = prefill + decode;
+        // The vision encoder runs first in the pass (zero without images).
+        let encoder = self.end_encoder_pass();
+        self.out.duration = encoder + prefill + decode;
+        self.out.encoder_duration = encoder;
         self.out.prefill_duration = prefill;
         self.out.metrics = RankMetrics {
             cache_hit_tokens: self.out.metrics.cache_hit_tokens,
@@ -750,6 +789,9 @@ impl VllmCore {
         if let Some(o) = &mut self.offload {
             o.forget(s);
         }
+        if self.encoder.is_some() {
+            self.forget_images(s);
+        }
         let seq = self.seqs[s as usize].take().expect("live sequence");
         self.free_seq_slots.push(s);
         self.out.finished.push(Finished { id: seq.id, outcome, steady_tokens: seq.streak });
@@ -775,6 +817,9 @@ impl Scheduler for VllmCore {
             self.g3_epoch_before = o.g3_epoch();
         }
         self.whole_hits.clear();
+        if self.encoder.is_some() {
+            self.begin_encoder_pass();
+        }
         let mut budget = self.cfg.budget;
         let mut preempted = false;
 
@@ -792,6 +837,8 @@ impl Scheduler for VllmCore {
                 Scheduled::Yes => i += 1,
                 Scheduled::Blocked => break,
                 Scheduled::SelfPreempted => {}
+                // vLLM moves on to the next running request.
+                Scheduled::EncoderWait => i += 1,
             }
         }
 
@@ -886,6 +933,9 @@ impl Scheduler for VllmCore {
 
     fn check(&self) -> Result<(), String> {
         self.pool.check()?;
+        if let Some(e) = &self.encoder {
+            e.cache.check()?;
+        }
         let waiting_held: usize = self.waiting.iter().map(|&s| self.seq(s).blocks.len()).sum();
         // With offload, requests the connector deferred hold their load destinations, and a
         // shared pool's stores hold their sources.

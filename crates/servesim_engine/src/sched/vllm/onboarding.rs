@@ -236,6 +236,9 @@ impl VllmCore {
             let scheduled = self.schedule(s, Some(&hit), budget, &mut unused);
             self.spare_slots = hit.slots;
             if !matches!(scheduled, super::Scheduled::Yes) {
+                if self.encoder.is_some() {
+                    self.forget_images(s);
+                }
                 break;
             }
             self.dequeue(s, in_connector);
