@@ -95,6 +95,18 @@ pub enum SimEvent<'a> {
         at: Place,
         hashes: &'a [u64],
     },
+    /// A rank's KV pool block by block, as its pass left it, told as the changes since the
+    /// rank's previous `blocks` line (the first one tells every block that is not free):
+    /// `set` has `[block, hash or null, holders]` for each block whose hash (null: not
+    /// cache-visible) or holder count changed; `held` has `[request, keep, blocks]` for each
+    /// request whose blocks changed: it now holds its first `keep` blocks and then `blocks`
+    /// (`[r, 0, []]`: none). Only from cores with a per-block table (vLLM's native pool).
+    Blocks {
+        #[serde(flatten)]
+        at: Place,
+        set: Vec<(u32, Option<u64>, u32)>,
+        held: Vec<(u64, u32, Vec<u32>)>,
+    },
     /// A rank's pass: when it started, how long it took, what it computed, and its KV pool at
     /// its end.
     Pass {
@@ -191,5 +203,145 @@ impl EventSink for Window {
 impl<S: EventSink> EventSink for std::rc::Rc<std::cell::RefCell<S>> {
     fn record(&mut self, t_ms: f64, event: &SimEvent<'_>) {
         self.borrow_mut().record(t_ms, event);
+    }
+}
+
+/// A `blocks` line's changes: `[block, hash or null, holders]`, and `[request, keep, blocks]`.
+pub type BlockChanges = (Vec<(u32, Option<u64>, u32)>, Vec<(u64, u32, Vec<u32>)>);
+
+/// A rank's KV pool block by block as its `blocks` lines have told it so far: what the next
+/// line's changes are measured against.
+#[derive(Clone, Debug, Default)]
+pub struct BlockMirror {
+    /// Per physical block: hash if cache-visible, holders.
+    blocks: Vec<(Option<u64>, u32)>,
+    /// (request, its blocks), ascending request ids.
+    held: Vec<(u64, Vec<u32>)>,
+    /// Blocks held / cached and unheld, in `blocks`.
+    in_use: u32,
+    idle: u32,
+}
+
+impl BlockMirror {
+    fn tally(&mut self, b: (Option<u64>, u32), sign: i64) {
+        let add = |n: &mut u32| *n = (*n as i64 + sign) as u32;
+        if b.1 > 0 {
+            add(&mut self.in_use);
+        } else if b.0.is_some() {
+            add(&mut self.idle);
+        }
+    }
+
+    fn set_block(&mut self, i: u32, now: (Option<u64>, u32), set: &mut Vec<(u32, Option<u64>, u32)>) {
+        let was = self.blocks[i as usize];
+        if was != now {
+            self.tally(was, -1);
+            self.tally(now, 1);
+            self.blocks[i as usize] = now;
+            set.push((i, now.0, now.1));
+        }
+    }
+
+    /// Brings the mirror to the engine's pool now, returning the changes. `held` is what each
+    /// request holds now; `view` reads one block. Only blocks in the old or new held lists
+    /// are read: every allocation, release or prefix hit touches one of those. A block can
+    /// still change outside both (allocated by evicting a cached block, then freed by a
+    /// preemption in the same pass), so the counts are checked against the engine's `counts`
+    /// and, where they differ, every block is read.
+    pub fn update(&mut self, held: Vec<(u64, Vec<u32>)>, counts: KvBlocks, view: impl Fn(u32) -> (Option<u64>, u32)) -> BlockChanges {
+        let capacity = (counts.in_use + counts.idle + counts.free) as usize;
+        if self.blocks.len() != capacity {
+            *self = BlockMirror { blocks: vec![(None, 0); capacity], ..BlockMirror::default() };
+        }
+        let mut touched: Vec<u32> = self.held.iter().chain(&held).flat_map(|(_, b)| b.iter().copied()).collect();
+        touched.sort_unstable();
+        touched.dedup();
+        let mut set = Vec::new();
+        for &b in &touched {
+            if (b as usize) < capacity {
+                self.set_block(b, view(b), &mut set);
+            }
+        }
+        if self.in_use != counts.in_use || self.idle != counts.idle {
+            for b in 0..capacity as u32 {
+                self.set_block(b, view(b), &mut set);
+            }
+            set.sort_unstable_by_key(|c| c.0);
+        }
+        let changes = held_changes(&self.held, &held);
+        self.held = held;
+        (set, changes)
+    }
+}
+
+/// `[request, keep, blocks]` for each request whose blocks differ between `before` and `now`
+/// (both sorted by request id).
+fn held_changes(before: &[(u64, Vec<u32>)], now: &[(u64, Vec<u32>)]) -> Vec<(u64, u32, Vec<u32>)> {
+    let mut out = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    loop {
+        match (before.get(i), now.get(j)) {
+            (Some((ra, old)), Some((rb, blocks))) if ra == rb => {
+                if old != blocks {
+                    let keep = old.iter().zip(blocks).take_while(|(x, y)| x == y).count();
+                    out.push((*rb, keep as u32, blocks[keep..].to_vec()));
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some((ra, _)), Some((rb, _))) if ra < rb => {
+                out.push((*ra, 0, Vec::new()));
+                i += 1;
+            }
+            (Some((ra, _)), None) => {
+                out.push((*ra, 0, Vec::new()));
+                i += 1;
+            }
+            (_, Some((rb, blocks))) => {
+                out.push((*rb, 0, blocks.clone()));
+                j += 1;
+            }
+            (None, None) => return out,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(blocks: &[(Option<u64>, u32)]) -> KvBlocks {
+        let in_use = blocks.iter().filter(|b| b.1 > 0).count() as u32;
+        let idle = blocks.iter().filter(|b| b.1 == 0 && b.0.is_some()).count() as u32;
+        KvBlocks { in_use, idle, free: blocks.len() as u32 - in_use - idle, cached: 0 }
+    }
+
+    fn step(m: &mut BlockMirror, blocks: &[(Option<u64>, u32)], held: &[(u64, &[u32])]) -> BlockChanges {
+        let held = held.iter().map(|(r, b)| (*r, b.to_vec())).collect();
+        m.update(held, counts(blocks), |i| blocks[i as usize])
+    }
+
+    #[test]
+    fn blocks_lines_tell_only_what_changed() {
+        let mut m = BlockMirror::default();
+        let a = [(Some(7), 1), (None, 1), (None, 0)];
+        assert_eq!(step(&mut m, &a, &[(3, &[0, 1])]), (vec![(0, Some(7), 1), (1, None, 1)], vec![(3, 0, vec![0, 1])]));
+        assert_eq!(step(&mut m, &a, &[(3, &[0, 1])]), (vec![], vec![]));
+        // Request 3 grows by a block and 5 arrives holding block 0; then 3 is preempted.
+        let b = [(Some(7), 2), (Some(9), 1), (None, 1)];
+        let (set, held) = step(&mut m, &b, &[(3, &[0, 1, 2]), (5, &[0])]);
+        assert_eq!(set, vec![(0, Some(7), 2), (1, Some(9), 1), (2, None, 1)]);
+        assert_eq!(held, vec![(3, 2, vec![2]), (5, 0, vec![0])]);
+        let c = [(Some(7), 1), (Some(9), 0), (None, 0)];
+        assert_eq!(step(&mut m, &c, &[(5, &[0])]), (vec![(0, Some(7), 1), (1, Some(9), 0), (2, None, 0)], vec![(3, 0, vec![])]));
+    }
+
+    #[test]
+    fn a_block_changed_outside_the_held_lists_is_found_by_the_counts() {
+        let mut m = BlockMirror::default();
+        step(&mut m, &[(Some(7), 0), (None, 1)], &[(1, &[1])]);
+        // Block 0 (cached, idle) was evicted for a request that lost it in the same pass.
+        let (set, _) = step(&mut m, &[(None, 0), (None, 1)], &[(1, &[1])]);
+        assert_eq!(set, vec![(0, None, 0)]);
     }
 }
