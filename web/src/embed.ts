@@ -2,4 +2,6 @@
 import './style.css';
 import './early';
 
-void import('./embed-ui');
+// `?inspect=…` shows just the inspector (a live block map for a docs page).
+if (new URLSearchParams(location.search).has('inspect')) void import('./inspector-embed');
+else void import('./embed-ui');

@@ -11,6 +11,8 @@ import { takeSpeculative } from './early';
 import { EngineError } from './engine';
 import { ConfigForm } from './form';
 import { explainMarked } from './glossary';
+import type { Inspector } from './inspector';
+import { mountInspector, openFromLink } from './inspector-mount';
 import type { EffectiveConfig, ExportKind, RunResult } from './protocol';
 import { cliCommand, download, fmt, mechanism, renderHeadline, renderReasons, renderSummary } from './results';
 import { diff, getPath, type JsonObject, pretty } from './scenario';
@@ -33,6 +35,7 @@ const CANCEL_DEADLINE_MS = 800;
 let app: Boot;
 let form: ConfigForm;
 let charts: Charts;
+let inspector: Inspector | undefined;
 let current: Run | null = null;
 let pinned: Run | null = null;
 let job: { id: number; cancel: () => void } | null = null;
@@ -305,6 +308,7 @@ async function publish(scenario: JsonObject): Promise<void> {
     // Storage full or disabled: the link still holds the scenario.
   }
   $('scenario-file').textContent = pretty(partial);
+  inspector?.scenarioChanged();
   const isTrace = getPath(scenario, 'workload.type') === 'trace';
   const profile = (getPath(scenario, 'engine.timing_model.config.path') ?? getPath(scenario, 'engine.planner_profile_data') ?? null) as string | null;
   $('cli').textContent = cliCommand(isTrace, (getPath(scenario, 'workload.path') as string | null) ?? null, profile);
@@ -351,11 +355,26 @@ async function start(): Promise<void> {
   form = new ConfigForm($<HTMLFormElement>('form'), app.defaults, app.presets, app.engine, changed);
   (window as unknown as { __servesimForm?: ConfigForm }).__servesimForm = form;
   charts = new Charts(document);
+  inspector = mountInspector({
+    engine: app.engine,
+    scenarioJson: () => JSON.stringify(diff(form.scenario, app.defaults)),
+    trace: traceFile,
+    files: () => form.files(),
+    applyScenario: (partial) =>
+      void app.engine.normalize(JSON.stringify(partial)).then(
+        (full) => {
+          form.set(JSON.parse(full) as JsonObject);
+          changed();
+        },
+        (e: Error) => showMessage(message, `This lesson's scenario is not valid: ${e.message}`),
+      ),
+  });
   explainMarked(document);
   performance.mark('servesim:form');
   status.set('ready', `Engine ${app.version} ready`);
   runBtn.disabled = false;
   await openHash(location.hash);
+  openFromLink(inspector);
 }
 
 runBtn.addEventListener('click', () => void run());

@@ -10,6 +10,7 @@
 //! natively as well as in Node.
 
 pub mod columns;
+pub mod events;
 
 use columns::{Columns, Series, Uploads};
 use js_sys::{Array, Float64Array, Object, Reflect, Uint8Array};
