@@ -108,8 +108,9 @@ export class RankState {
   /** Per physical block: holders (vLLM `blocks` lines) and hash if cache-visible. */
   holders: number[] = [];
   hashes: (string | null)[] = [];
-  /** Blocks whose hash the latest `blocks` line of this rank took away (just evicted). */
-  evicted = new Set<number>();
+  /** Blocks whose hash the latest `blocks` line of this rank took away (just evicted), with
+   * the hash they lost (the block may already hold something else). */
+  evicted = new Map<number, string>();
   /** Hashes removed at this rank's latest removal time. */
   removedNow: { t: number; hashes: string[] } = { t: -1, hashes: [] };
   /** request → the blocks it holds, in sequence order. */
@@ -131,7 +132,7 @@ export class RankState {
     const r = new RankState(this.key);
     r.holders = this.holders.slice();
     r.hashes = this.hashes.slice();
-    r.evicted = new Set(this.evicted);
+    r.evicted = new Map(this.evicted);
     r.removedNow = { t: this.removedNow.t, hashes: this.removedNow.hashes.slice() };
     r.held = new Map([...this.held].map(([k, v]) => [k, v.slice()]));
     r.cached = new Map(this.cached);
@@ -230,7 +231,7 @@ export class RankState {
         this.hashes.push(null);
       }
       const was = this.hashes[block] ?? null;
-      if (was !== null && was !== hash) this.evicted.add(block);
+      if (was !== null && was !== hash) this.evicted.set(block, was);
       this.holders[block] = holders;
       this.hashes[block] = hash;
     }
@@ -398,6 +399,15 @@ export class Replay {
     return lo - 1;
   }
 
+  /** The last pass line at or before event `i`, of rank `key` if given (-1: none). */
+  passAtOrBefore(i: number, key?: string): number {
+    for (let j = Math.min(i, this.events.length - 1); j >= 0; j--) {
+      const e = this.events[j] as Ev;
+      if (e.kind === 'pass' && (key === undefined || rankKey(e) === key)) return j;
+    }
+    return -1;
+  }
+
   /** The next (dir 1) or previous (dir -1) pass line from `i`, of rank `key` if given. */
   stepPass(i: number, dir: 1 | -1, key?: string): number {
     for (let j = i + dir; j >= 0 && j < this.events.length; j += dir) {
@@ -417,7 +427,7 @@ export function compareKeys(a: string, b: string): number {
 
 /** One segment of a request's timeline. */
 export interface Segment {
-  kind: 'waiting' | 'prefill' | 'decode' | 'preempted' | 'transfer';
+  kind: 'waiting' | 'prefill' | 'decode' | 'preempted' | 'resumed' | 'transfer';
   from: number;
   to: number;
   at?: string;
@@ -452,8 +462,10 @@ export function requestTimeline(replay: Replay, id: number): { segments: Segment
         begin('waiting', e.t_ms, at);
         break;
       case 'admitted':
-        // Admitted when its pass started; told at the pass end.
-        begin(e.readmission ? 'prefill' : 'prefill', e.t_ms, at);
+        // Told at the end of the pass that admitted it. Readmitted after losing its KV, it
+        // recomputes its prompt and tokens so far, then decodes on: the stream has no line
+        // for where one ends and the other begins, so that stretch is one segment.
+        begin(e.readmission ? 'resumed' : 'prefill', e.t_ms, at);
         break;
       case 'first_token':
         begin('decode', e.t_ms, at);

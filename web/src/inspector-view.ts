@@ -134,11 +134,11 @@ export class BlockMap {
     this.root.dataset.capacity = String(n);
     this.canvas.setAttribute('aria-label', `KV blocks of ${rankLabel(rank.key)}: ${c.in_use} in use (${c.shared} shared), ${c.idle} cached, ${c.free} free`);
     this.legend.replaceChildren(
-      swatch(COLORS.one, `in use ${c.in_use - c.shared}`),
+      swatch(COLORS.one, `in use by one request ${c.in_use - c.shared}`),
       swatch(COLORS.shared, `shared by 2+ requests ${c.shared}`),
       swatch(COLORS.idle, `cached, idle ${c.idle}`),
       swatch(COLORS.free, `free ${c.free}`),
-      swatch(COLORS.evicted, `just evicted ${c.evicted}`),
+      swatch(COLORS.evicted, `just evicted ${c.evicted} (red frame: evicted, then reused)`),
       el('span', { className: 'inspector-sub' }, `${n} blocks · ${c.cached} cache-visible hashes · hover a block for its hash and holders`),
     );
     if (!g) return;
@@ -149,6 +149,12 @@ export class BlockMap {
       const y = Math.floor(i / this.cols) * this.side;
       g.fillStyle = COLORS[cellState(rank, i)];
       g.fillRect(x, y, this.side - gap, this.side - gap);
+      if (rank.evicted.has(i) && cellState(rank, i) !== 'evicted') {
+        // Evicted and at once reused: the new use's colour, framed in red.
+        g.strokeStyle = COLORS.evicted;
+        g.lineWidth = Math.max(1, this.side / 4);
+        g.strokeRect(x + 0.5, y + 0.5, this.side - gap - 1, this.side - gap - 1);
+      }
       if (this.selected.has(i)) {
         g.strokeStyle = COLORS.selected;
         g.lineWidth = Math.max(1, this.side / 5);
@@ -170,6 +176,9 @@ export function describeBlock(rank: RankState, i: number, holders: number[]): st
   }[state];
   const parts = [`block ${i}: ${what}`];
   parts.push(hash === null ? 'hash: none (not cache-visible yet)' : `hash ${hash}`);
+  const lost = rank.evicted.get(i);
+  if (lost !== undefined && state !== 'evicted') parts.push(`this pass evicted its cached block ${lost} to make room`);
+  else if (lost !== undefined) parts.push(`evicted: ${lost}`);
   if (holders.length) parts.push(`held by request${holders.length > 1 ? 's' : ''} ${holders.join(', ')}`);
   return parts.join(' · ');
 }
@@ -270,6 +279,7 @@ const SEGMENT_COLORS: Record<Segment['kind'], string> = {
   prefill: '#f0a23b',
   decode: '#4a7fd4',
   preempted: '#e0533d',
+  resumed: '#9b7bd4',
   transfer: '#2fa7a0',
 };
 
@@ -309,17 +319,29 @@ export function renderTimeline(root: HTMLElement, replay: Replay, id: number | n
     bar.append(now);
   }
   const keys = el('p', { className: 'inspector-legend' });
-  for (const k of Object.keys(SEGMENT_COLORS) as Segment['kind'][]) keys.append(swatch(SEGMENT_COLORS[k], k));
+  const names: Record<Segment['kind'], string> = {
+    waiting: 'waiting',
+    prefill: 'prefill',
+    decode: 'decode',
+    preempted: 'preempted (no KV)',
+    resumed: 'readmitted: recompute, then decode',
+    transfer: 'KV transfer',
+  };
+  for (const k of Object.keys(SEGMENT_COLORS) as Segment['kind'][]) keys.append(swatch(SEGMENT_COLORS[k], names[k]));
   const preempted = segments.filter((s) => s.kind === 'preempted').length;
   const story = events
-    .filter((e) => e.kind !== 'routed' || true)
     .map(
       (e) =>
         `${fmtMs(e.t_ms)} ${e.kind}${e.pool !== undefined ? ` (${rankLabel(rankKey(e))})` : ''}${e.cached_tokens ? `, ${e.cached_tokens} cached prompt tokens reused` : ''}`,
     )
     .join('\n');
   root.append(
-    el('p', {}, el('strong', {}, `Request ${id}`), ` · ${fmtMs(t0)} → ${fmtMs(t1)}${preempted ? ` · lost its KV ${preempted}×` : ''} · ticks: prefill passes`),
+    el(
+      'p',
+      {},
+      el('strong', {}, `Request ${id}`),
+      ` · ${fmtMs(t0)} → ${fmtMs(t1)}${preempted ? ` · lost its KV ${preempted}×` : ''} · ticks: its rank's passes that computed prompt tokens while it was in prefill`,
+    ),
     bar,
     keys,
     el('pre', { className: 'inspector-story' }, story),

@@ -78,8 +78,8 @@ export class Inspector {
   private scrub = el('input', { id: 'inspector-scrub', type: 'range', min: '0', max: '0', step: 'any', value: '0' });
   private clock = el('output', { id: 'inspector-clock' });
   private playBtn = el('button', { id: 'inspector-play', type: 'button', textContent: '▶ Play' });
-  private backBtn = el('button', { id: 'inspector-back', type: 'button', textContent: '⏮ Pass', title: 'Step one pass back (this rank)' });
-  private fwdBtn = el('button', { id: 'inspector-forward', type: 'button', textContent: 'Pass ⏭', title: 'Step one pass forward (this rank)' });
+  private backBtn = el('button', { id: 'inspector-back', type: 'button', textContent: '◀ Pass', title: 'Step one pass back (this rank)' });
+  private fwdBtn = el('button', { id: 'inspector-forward', type: 'button', textContent: 'Pass ▶', title: 'Step one pass forward (this rank)' });
   private exportBtn = el('button', { id: 'export-events', type: 'button', textContent: 'Download events (.jsonl)', disabled: true });
   private recordBtn = el('button', { id: 'inspector-record', type: 'button', textContent: 'Record' });
   private fromIn = el('input', { id: 'inspector-from', type: 'number', min: '0', step: 'any', value: '0', title: 'Record from (s of virtual time)' });
@@ -192,7 +192,7 @@ export class Inspector {
     this.scrub.addEventListener('input', () => {
       if (!this.replay) return;
       this.pause();
-      this.seek(this.replay.indexAt(Number(this.scrub.value)));
+      this.seekTime(Number(this.scrub.value));
     });
     this.rankSel.addEventListener('change', () => {
       this.rank = this.rankSel.value;
@@ -377,12 +377,16 @@ export class Inspector {
       this.rankSel.value = at.rank;
     }
     if (at.request !== null) this.selected = at.request;
-    if (at.t_ms !== null) {
-      // The rank's last pass at or before the time, so the state shown is a pass end.
-      const i = this.replay.indexAt(at.t_ms);
-      const pass = (this.replay.events[i] as Ev | undefined)?.kind === 'pass' ? i : this.replay.stepPass(i + 1, -1, this.rank ?? undefined);
-      this.seek(pass >= 0 ? pass : i);
-    } else this.seek(this.replay.stepPass(-1, 1, this.rank ?? undefined));
+    if (at.t_ms !== null) this.seekTime(at.t_ms);
+    else this.seek(this.replay.stepPass(-1, 1, this.rank ?? undefined));
+  }
+
+  /** To the shown rank's last pass at or before `tMs`, so the state shown is a pass end. */
+  private seekTime(tMs: number): void {
+    if (!this.replay) return;
+    const i = this.replay.indexAt(tMs);
+    const pass = this.replay.passAtOrBefore(i, this.rank ?? undefined);
+    this.seek(pass >= 0 ? pass : i);
   }
 
   private play(): void {

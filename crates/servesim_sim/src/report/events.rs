@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 use servesim_engine::KvBlocks;
+use std::collections::HashMap;
 use std::io::Write;
 
 /// Where something happened: a pool (`aggregated`, `prefill`, `decode`), a worker in it (ids
@@ -215,60 +216,117 @@ pub type BlockChanges = (Vec<(u32, Option<u64>, u32)>, Vec<(u64, u32, Vec<u32>)>
 pub struct BlockMirror {
     /// Per physical block: hash if cache-visible, holders.
     blocks: Vec<(Option<u64>, u32)>,
-    /// (request, its blocks), ascending request ids.
+    /// (request, its blocks), ascending request ids, and how many of each one's leading
+    /// blocks were cache-visible.
     held: Vec<(u64, Vec<u32>)>,
-    /// Blocks held / cached and unheld, in `blocks`.
+    visible: Vec<usize>,
+    /// Blocks held / cached and unheld, and copies of each cache-visible hash, in `blocks`.
     in_use: u32,
     idle: u32,
+    hashes: HashMap<u64, u32>,
+    /// The update in which each block was last read (so each is read once per update).
+    stamp: Vec<u32>,
+    epoch: u32,
 }
 
 impl BlockMirror {
-    fn tally(&mut self, b: (Option<u64>, u32), sign: i64) {
-        let add = |n: &mut u32| *n = (*n as i64 + sign) as u32;
+    fn tally(&mut self, b: (Option<u64>, u32), add: bool) {
+        let step = |n: &mut u32| if add { *n += 1 } else { *n -= 1 };
         if b.1 > 0 {
-            add(&mut self.in_use);
+            step(&mut self.in_use);
         } else if b.0.is_some() {
-            add(&mut self.idle);
+            step(&mut self.idle);
+        }
+        if let Some(h) = b.0 {
+            let copies = self.hashes.entry(h).or_default();
+            step(copies);
+            if *copies == 0 {
+                self.hashes.remove(&h);
+            }
         }
     }
 
-    fn set_block(&mut self, i: u32, now: (Option<u64>, u32), set: &mut Vec<(u32, Option<u64>, u32)>) {
-        let was = self.blocks[i as usize];
+    /// Reads block `i` (once per update) and records a change.
+    fn read(&mut self, i: u32, view: &impl Fn(u32) -> (Option<u64>, u32), set: &mut Vec<(u32, Option<u64>, u32)>) {
+        let Some(stamp) = self.stamp.get_mut(i as usize) else { return };
+        if *stamp == self.epoch {
+            return;
+        }
+        *stamp = self.epoch;
+        let (was, now) = (self.blocks[i as usize], view(i));
         if was != now {
-            self.tally(was, -1);
-            self.tally(now, 1);
+            self.tally(was, false);
+            self.tally(now, true);
             self.blocks[i as usize] = now;
             set.push((i, now.0, now.1));
         }
     }
 
     /// Brings the mirror to the engine's pool now, returning the changes. `held` is what each
-    /// request holds now; `view` reads one block. Only blocks in the old or new held lists
-    /// are read: every allocation, release or prefix hit touches one of those. A block can
-    /// still change outside both (allocated by evicting a cached block, then freed by a
-    /// preemption in the same pass), so the counts are checked against the engine's `counts`
-    /// and, where they differ, every block is read.
+    /// request holds now; `view` reads one block. Only blocks that can have changed are read,
+    /// so the cost follows the pass's changes, not the pool or the blocks held: those of
+    /// requests whose blocks changed (every allocation, release or prefix hit is one), and of
+    /// the rest only the blocks past their cache-visible prefix (a block filling up becomes
+    /// visible). Anything else (a block allocated by evicting a cached one, then freed by a
+    /// preemption in the same pass) shows in the counts, checked against the engine's
+    /// `counts`: where they differ, every block is read.
     pub fn update(&mut self, held: Vec<(u64, Vec<u32>)>, counts: KvBlocks, view: impl Fn(u32) -> (Option<u64>, u32)) -> BlockChanges {
         let capacity = (counts.in_use + counts.idle + counts.free) as usize;
         if self.blocks.len() != capacity {
-            *self = BlockMirror { blocks: vec![(None, 0); capacity], ..BlockMirror::default() };
+            *self = BlockMirror { blocks: vec![(None, 0); capacity], stamp: vec![0; capacity], ..BlockMirror::default() };
         }
-        let mut touched: Vec<u32> = self.held.iter().chain(&held).flat_map(|(_, b)| b.iter().copied()).collect();
-        touched.sort_unstable();
-        touched.dedup();
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.stamp.fill(0);
+            self.epoch = 1;
+        }
         let mut set = Vec::new();
-        for &b in &touched {
-            if (b as usize) < capacity {
-                self.set_block(b, view(b), &mut set);
+        let before = std::mem::take(&mut self.held);
+        let before_visible = std::mem::take(&mut self.visible);
+        let changes = held_changes(&before, &held);
+        // Requests whose blocks changed: the blocks past what they kept, old and new.
+        for (r, keep, _) in &changes {
+            for list in [&before, &held] {
+                if let Ok(k) = list.binary_search_by_key(r, |e| e.0) {
+                    for &b in list[k].1.iter().skip(*keep as usize) {
+                        self.read(b, &view, &mut set);
+                    }
+                }
             }
         }
-        if self.in_use != counts.in_use || self.idle != counts.idle {
+        // Every request's blocks past its cache-visible prefix (a block filling up becomes
+        // visible), the prefix measured from where it was (visible blocks stay visible while
+        // held). Without cached blocks, nothing can become visible.
+        let any_cache = counts.cached > 0 || !self.hashes.is_empty();
+        self.visible = Vec::with_capacity(held.len());
+        let mut k = 0;
+        for (r, blocks) in &held {
+            while before.get(k).is_some_and(|e| e.0 < *r) {
+                k += 1;
+            }
+            let was = match (before.get(k), changes.binary_search_by_key(r, |c| c.0)) {
+                (Some(e), Ok(c)) if e.0 == *r => before_visible[k].min(changes[c].1 as usize),
+                (Some(e), Err(_)) if e.0 == *r => before_visible[k],
+                _ => 0,
+            };
+            let mut v = was.min(blocks.len());
+            if any_cache {
+                for &b in &blocks[v..] {
+                    self.read(b, &view, &mut set);
+                }
+                while v < blocks.len() && self.blocks[blocks[v] as usize].0.is_some() {
+                    v += 1;
+                }
+            }
+            self.visible.push(v);
+        }
+        if (self.in_use, self.idle, self.hashes.len() as u32) != (counts.in_use, counts.idle, counts.cached) {
+            self.epoch = self.epoch.wrapping_add(1).max(1);
             for b in 0..capacity as u32 {
-                self.set_block(b, view(b), &mut set);
+                self.read(b, &view, &mut set);
             }
-            set.sort_unstable_by_key(|c| c.0);
         }
-        let changes = held_changes(&self.held, &held);
+        set.sort_unstable_by_key(|c| c.0);
         self.held = held;
         (set, changes)
     }
@@ -313,7 +371,8 @@ mod tests {
     fn counts(blocks: &[(Option<u64>, u32)]) -> KvBlocks {
         let in_use = blocks.iter().filter(|b| b.1 > 0).count() as u32;
         let idle = blocks.iter().filter(|b| b.1 == 0 && b.0.is_some()).count() as u32;
-        KvBlocks { in_use, idle, free: blocks.len() as u32 - in_use - idle, cached: 0 }
+        let cached = blocks.iter().filter_map(|b| b.0).collect::<std::collections::HashSet<_>>().len() as u32;
+        KvBlocks { in_use, idle, free: blocks.len() as u32 - in_use - idle, cached }
     }
 
     fn step(m: &mut BlockMirror, blocks: &[(Option<u64>, u32)], held: &[(u64, &[u32])]) -> BlockChanges {
@@ -334,6 +393,14 @@ mod tests {
         assert_eq!(held, vec![(3, 2, vec![2]), (5, 0, vec![0])]);
         let c = [(Some(7), 1), (Some(9), 0), (None, 0)];
         assert_eq!(step(&mut m, &c, &[(5, &[0])]), (vec![(0, Some(7), 1), (1, Some(9), 0), (2, None, 0)], vec![(3, 0, vec![])]));
+    }
+
+    #[test]
+    fn a_held_block_filling_up_is_seen_though_its_holder_did_not_change() {
+        let mut m = BlockMirror::default();
+        step(&mut m, &[(Some(7), 1), (None, 1), (None, 0)], &[(1, &[0, 1])]);
+        let (set, held) = step(&mut m, &[(Some(7), 1), (Some(8), 1), (None, 0)], &[(1, &[0, 1])]);
+        assert_eq!((set, held), (vec![(1, Some(8), 1)], vec![]));
     }
 
     #[test]
