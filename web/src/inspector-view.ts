@@ -329,12 +329,7 @@ export function renderTimeline(root: HTMLElement, replay: Replay, id: number | n
   };
   for (const k of Object.keys(SEGMENT_COLORS) as Segment['kind'][]) keys.append(swatch(SEGMENT_COLORS[k], names[k]));
   const preempted = segments.filter((s) => s.kind === 'preempted').length;
-  const story = events
-    .map(
-      (e) =>
-        `${fmtMs(e.t_ms)} ${e.kind}${e.pool !== undefined ? ` (${rankLabel(rankKey(e))})` : ''}${e.cached_tokens ? `, ${e.cached_tokens} cached prompt tokens reused` : ''}`,
-    )
-    .join('\n');
+  const story = events.map((e) => `${fmtMs(e.t_ms)} ${e.kind}${e.pool !== undefined ? ` (${rankLabel(rankKey(e))})` : ''}${detail(replay, e)}`).join('\n');
   root.append(
     el(
       'p',
@@ -346,6 +341,20 @@ export function renderTimeline(root: HTMLElement, replay: Replay, id: number | n
     keys,
     el('pre', { className: 'inspector-story' }, story),
   );
+}
+
+/** What a line of a request's story adds: reuse at admission, the pool when it lost its KV. */
+function detail(replay: Replay, e: Ev): string {
+  if (e.kind === 'admitted') return e.cached_tokens ? `, ${e.cached_tokens} cached prompt tokens reused` : ', nothing cached to reuse';
+  if (e.kind !== 'preempted' && e.kind !== 'retracted') return '';
+  // The pass that did it ends at the same time on the same rank, right after.
+  const i = replay.indexAt(e.t_ms);
+  const p = replay.passAtOrBefore(i, rankKey(e));
+  const b = p >= 0 ? ((replay.events[p] as Ev).blocks as PoolBlocks | undefined) : undefined;
+  const pool = b ? ` (after that pass: ${b.free} free, ${b.idle} cached idle, ${b.in_use} in use)` : '';
+  return e.kind === 'preempted'
+    ? `: a running request needed a new block and none was free, so vLLM took this one's blocks (it recomputes when readmitted)${pool}`
+    : `: decode memory ran short, so SGLang sent it back to the queue${pool}`;
 }
 
 /** The router's choice: every target's cost and believed cached overlap. */

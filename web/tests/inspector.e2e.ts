@@ -126,6 +126,9 @@ test.describe('the inspector', () => {
     await expect(page.locator('#inspector-log li[data-kind="preempted"]').first()).toContainText(`"request":${victim}`);
     await expect(page.locator('#inspector-timeline .seg[data-kind="preempted"]')).toHaveCount(1);
     await expect(page.locator('#inspector-timeline')).toContainText('lost its KV 1×');
+    // Why: the story says so, with the pool as that pass left it.
+    await expect(page.locator('.inspector-story')).toContainText('needed a new block and none was free');
+    await expect(page.locator('.inspector-story')).toContainText(/after that pass: \d+ free/);
     await screenshot(page, info, 'inspector-after-preemption.png', false);
 
     // One pass back and the victim runs again (the step is exact, both ways).
@@ -261,6 +264,20 @@ test.describe('the inspector', () => {
     await expect(insp).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
     await expect(page.locator('#inspector-note')).toContainText('Only 10.00 s to 12.00 s');
     expect(Number(await page.locator('#inspector-scrub').getAttribute('min'))).toBeGreaterThanOrEqual(10_000);
+    expect(errors).toEqual([]);
+  });
+
+  test('SGLang shows its pool and the radix tree of cached blocks', async ({ page }, info) => {
+    test.setTimeout(90_000);
+    const errors = watchErrors(page);
+    const sg = { ...lesson('prefix-reuse').scenario, name: 'sglang prefix', engine: { backend: 'sglang', num_gpu_blocks: 8192, max_num_seqs: 8 } };
+    await openInspector(page, sg);
+    await page.locator('#inspector-forward').click();
+    await page.locator('#inspector-forward').click();
+    await expect(page.locator('.inspector-blockmap')).toBeHidden();
+    await expect(page.locator('[data-inspector]')).toContainText('Radix tree of the');
+    await expect(page.locator('.inspector-tree')).toContainText('block');
+    await screenshot(page, info, 'inspector-sglang.png', false);
     expect(errors).toEqual([]);
   });
 
