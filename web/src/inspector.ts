@@ -13,11 +13,11 @@ import { BlockMap, fmtMs, renderLog, renderPoolBar, renderQueues, renderRadixTre
 import type { EventsRecording } from './protocol';
 
 /** Runs of more requests are recorded over a time window only. */
-export const MAX_WHOLE_REQUESTS = 4000;
+export const MAX_WHOLE_REQUESTS = 2500;
 /** The default window for those (virtual ms). */
 export const DEFAULT_WINDOW_MS = 20_000;
 /** A recording stops past this many bytes of lines. */
-export const MAX_BYTES = 96 * 1024 * 1024;
+export const MAX_BYTES = 64 * 1024 * 1024;
 const PLAY_MS = 140;
 
 export interface InspectorHost {

@@ -137,6 +137,11 @@ test.describe('the inspector', () => {
     // The share link carries the moment, rank and request.
     const href = page.url();
     expect(new URL(href).searchParams.get('inspect')).toMatch(new RegExp(`,${rank.replace(/\//g, '\\/')},${victim}$`));
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    await page.locator('#copy-link').click();
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    expect(new URL(copied).searchParams.get('inspect')).toBe(new URL(href).searchParams.get('inspect'));
+    expect(new URL(copied).hash).toMatch(/^#v1\./);
     expect(errors).toEqual([]);
   });
 
