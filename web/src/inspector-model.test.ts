@@ -58,6 +58,7 @@ describe('the inspector model', () => {
     expect(rank.held.get(0)).toEqual([0, 1, 3]);
     s = replay.at(15);
     rank = s.rank('aggregated/0/0');
+    expect(rank.evicted.size).toBe(0);
     expect(rank.counts()).toMatchObject({ in_use: 3, free: 1, shared: 0 });
     expect(rank.waiting).toEqual([1]);
     expect(s.requests.get(1)?.preemptions).toBe(1);

@@ -125,6 +125,8 @@ export class RankState {
   pass: Ev | null = null;
   /** Whether the stream has `blocks` lines for this rank (a vLLM native pool). */
   hasBlocks = false;
+  /** Time of this rank's latest `blocks` line. */
+  blocksAt = -1;
 
   constructor(readonly key: string) {}
 
@@ -140,6 +142,7 @@ export class RankState {
     r.waiting = this.waiting.slice();
     r.pass = this.pass;
     r.hasBlocks = this.hasBlocks;
+    r.blocksAt = this.blocksAt;
     return r;
   }
 
@@ -217,6 +220,8 @@ export class RankState {
         this.applyBlocks(e);
         break;
       case 'pass':
+        // "Just evicted" means by this pass: a pass without a `blocks` line changed nothing.
+        if (this.blocksAt !== e.t_ms) this.evicted.clear();
         this.pass = e;
         break;
     }
@@ -224,6 +229,7 @@ export class RankState {
 
   private applyBlocks(e: Ev): void {
     this.hasBlocks = true;
+    this.blocksAt = e.t_ms;
     this.evicted.clear();
     for (const [block, hash, holders] of e.set as [number, string | null, number][]) {
       while (this.holders.length <= block) {
