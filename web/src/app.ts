@@ -116,6 +116,9 @@ export function intervalFor(scenario: JsonObject, defaults: JsonObject): number 
 
 export function pageUrl(page: 'index.html' | 'embed.html', hash: string): string {
   const u = new URL(page, location.href);
+  // The inspector's state (`?inspect=time,rank,request`, docs/inspector.md) travels too.
+  const inspect = new URLSearchParams(location.search).get('inspect');
+  if (inspect !== null) u.searchParams.set('inspect', inspect);
   u.hash = hash;
   return u.href;
 }

@@ -22,7 +22,13 @@ function whenVisible(node: Element): Promise<void> {
   });
 }
 
+// `?inspect=…` shows just the inspector (a live block map for a docs page).
+const inspectOnly = new URLSearchParams(location.search).has('inspect');
 void whenVisible(document.body).then(async () => {
+  if (inspectOnly) {
+    await import('./inspector-embed');
+    return;
+  }
   await import('./early');
   await import('./embed-ui');
 });

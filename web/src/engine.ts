@@ -1,7 +1,7 @@
 // The page's side of the engine worker: promises for requests, progress callbacks, cancel,
 // and a restart when the engine crashes.
 
-import type { ExportKind, Reply, Request, RunResult } from './protocol';
+import type { EventsRecording, ExportKind, RecordEventsArgs, Reply, Request, RunResult } from './protocol';
 
 type Pending = {
   resolve: (r: Reply) => void;
@@ -111,6 +111,16 @@ export class Engine {
       return r.result;
     });
     return { id, result, cancel: () => this.worker.postMessage({ type: 'cancel', id } satisfies Request) };
+  }
+
+  /** Records a scenario's event stream for the inspector (see `RecordEventsArgs`). */
+  recordEvents(args: RecordEventsArgs, onProgress: (p: number, nowMs: number) => void): { result: Promise<EventsRecording>; cancel: () => void } {
+    const { id, reply } = this.request({ type: 'record-events', ...args } as Omit<Request, 'id'>, onProgress);
+    const result = reply.then((r) => {
+      if (r.type !== 'events') throw new EngineError('unexpected reply');
+      return r.recording;
+    });
+    return { result, cancel: () => this.worker.postMessage({ type: 'cancel', id } satisfies Request) };
   }
 
   /** Test hook: makes the engine panic; rejects with the crash report. */

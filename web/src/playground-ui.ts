@@ -14,6 +14,8 @@ import { exampleLinks } from './examples';
 import { ConfigForm } from './form';
 import { explainMarked } from './glossary';
 import { renderHarness } from './harness-view';
+import type { Inspector } from './inspector';
+import { mountInspector, openFromLink } from './inspector-mount';
 import type { EffectiveConfig, ExportKind, RunResult } from './protocol';
 import { cliCommand, download, fmt, mechanism, renderHeadline, renderReasons, renderSummary } from './results';
 import { diff, getPath, type JsonObject, merge, pretty } from './scenario';
@@ -38,6 +40,7 @@ const CANCEL_DEADLINE_MS = 800;
 let app: Boot;
 let form: ConfigForm;
 let charts: Charts;
+let inspector: Inspector | undefined;
 let current: Run | null = null;
 /** Runs pinned for comparison (A, B, ...); the current run comes after them. */
 let pinned: Pinned[] = [];
@@ -386,6 +389,7 @@ async function publish(scenario: JsonObject): Promise<void> {
     // Storage full or disabled: the link still holds the scenario.
   }
   $('scenario-file').textContent = pretty(partial);
+  inspector?.scenarioChanged();
   const isTrace = getPath(scenario, 'workload.type') === 'trace';
   const profile = (getPath(scenario, 'engine.timing_model.config.path') ?? getPath(scenario, 'engine.planner_profile_data') ?? null) as string | null;
   $('cli').textContent = cliCommand(isTrace, (getPath(scenario, 'workload.path') as string | null) ?? null, profile);
@@ -446,6 +450,20 @@ async function start(): Promise<void> {
   charts = new Charts(document);
   // Off the first run's path: the links are built when the page is idle.
   setTimeout(() => void exampleLinks().then((nav) => $('config').prepend(nav)), 300);
+  inspector = mountInspector({
+    engine: app.engine,
+    scenarioJson: () => JSON.stringify(diff(form.scenario, app.defaults)),
+    trace: traceFile,
+    files: () => form.files(),
+    applyScenario: (partial) =>
+      void app.engine.normalize(JSON.stringify(partial)).then(
+        (full) => {
+          form.set(JSON.parse(full) as JsonObject);
+          changed();
+        },
+        (e: Error) => showMessage(message, `This lesson's scenario is not valid: ${e.message}`),
+      ),
+  });
   explainMarked(document);
   performance.mark('servesim:form');
   sweep = new SweepPanel(element<HTMLDetailsElement>('#sweep'), {
@@ -460,6 +478,7 @@ async function start(): Promise<void> {
   status.set('ready', `Engine ${app.version} ready`);
   runBtn.disabled = false;
   await openHash(location.hash);
+  openFromLink(inspector);
 }
 
 runBtn.addEventListener('click', () => void run());

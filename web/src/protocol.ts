@@ -134,6 +134,8 @@ export type Request =
       /** Uploaded files by the name the scenario uses (NPZ profiles). */
       files?: Record<string, Uint8Array>;
     }
+  /** Records a run's event stream for the inspector (inspector-worker.ts). */
+  | ({ type: 'record-events'; id: number } & RecordEventsArgs)
   | { type: 'cancel'; id: number }
   | { type: 'export'; id: number; run: number; kind: ExportKind }
   /** Test hook: makes the engine panic. */
@@ -148,4 +150,37 @@ export type Reply =
   | { type: 'progress'; id: number; progress: number; now_ms: number; stopped?: boolean }
   | { type: 'result'; id: number; result: RunResult }
   | { type: 'export'; id: number; text: string }
+  | { type: 'events'; id: number; recording: EventsRecording }
   | { type: 'error'; id: number; message: string; fatal?: boolean };
+
+/** What the inspector asks the worker to record. */
+export interface RecordEventsArgs {
+  json: string;
+  trace?: Blob;
+  files?: Record<string, Uint8Array>;
+  /** The window of virtual time to record (`to_ms` may be `Infinity`: to the end). */
+  from_ms: number;
+  to_ms: number;
+  /** Runs of more requests are recorded over a window of `window_ms` only. */
+  max_requests: number;
+  window_ms: number;
+  /** The recording stops past this many bytes of lines. */
+  max_bytes: number;
+}
+
+/** A recorded event stream: `bytes` are the lines `servesim run --events` writes. */
+export interface EventsRecording {
+  bytes: Uint8Array;
+  /** The whole run, nothing left out: then `bytes` equal the CLI's file. */
+  complete: boolean;
+  /** Recorded over a window only (a large run), as `from_ms`..`to_ms` says. */
+  windowed: boolean;
+  from_ms: number;
+  to_ms: number;
+  requests: number;
+  lines: number;
+  /** Events left out past `max_bytes`. */
+  dropped: number;
+  /** Wall-clock ms the worker took to run and record. */
+  elapsed_ms: number;
+}

@@ -15,6 +15,7 @@ import init, {
   version,
 } from '../pkg/servesim_wasm.js';
 import { recordsCsv, seriesCsv } from './exports';
+import { recordEvents } from './inspector-worker';
 import { type ExportKind, MAX_RANKS, type Reply, type Request, type RunResult, type TimeSeries } from './protocol';
 
 const ready = init();
@@ -142,6 +143,22 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
       case 'run':
         await run(msg.id, msg.json, msg.trace, msg.interval_ms, msg.files);
         break;
+      case 'record-events': {
+        const { id, type: _t, ...args } = msg;
+        const stop = () => cancelled.delete(id);
+        try {
+          const recording = await recordEvents(
+            args,
+            (p, now) => post({ type: 'progress', id, progress: p, now_ms: now }),
+            () => cancelled.has(id),
+            yieldNow,
+          );
+          post({ type: 'events', id, recording }, [recording.bytes.buffer]);
+        } finally {
+          stop();
+        }
+        break;
+      }
       case 'panic':
         panicForTesting();
         break;

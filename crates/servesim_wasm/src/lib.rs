@@ -10,6 +10,7 @@
 //! natively as well as in Node.
 
 pub mod columns;
+pub mod events;
 pub mod sweep;
 mod types;
 pub mod tiers;

@@ -370,6 +370,13 @@ impl BlockPool {
         self.inactive -= 1;
     }
 
+    /// Slot `s` as the inspector shows it: its hash if cache-visible, and how many requests
+    /// hold it. Read-only; nothing in the engine calls it.
+    pub fn slot_view(&self, s: SlotId) -> (Option<u64>, u32) {
+        let slot = &self.slots[s as usize];
+        (slot.cached().then_some(slot.hash), slot.refs())
+    }
+
     /// Checks the pool's bookkeeping; used by tests and debug builds.
     pub fn check(&self) -> Result<(), String> {
         let held = self.slots.iter().filter(|s| s.refs() > 0).count() as u32;

@@ -57,6 +57,20 @@ pub trait Scheduler: HandOff + std::fmt::Debug {
     /// The KV pool's blocks (pages) by use, now.
     fn kv_blocks(&self) -> KvBlocks;
 
+    /// The blocks each request holds now, in sequence order, requests in ascending id order
+    /// (running, waiting, and a prefill worker's prompts held for transfer): for the event
+    /// stream's `blocks` lines (the page's inspector). `None` where the core keeps no
+    /// per-block table (SGLang's radix pages, the kvbm manager). Read-only.
+    fn held_blocks(&self) -> Option<Vec<(u64, Vec<u32>)>> {
+        None
+    }
+
+    /// Physical block `block` now: its hash if cache-visible, and how many requests hold it
+    /// (for cores whose `held_blocks` is `Some`). Read-only.
+    fn block_view(&self, _block: u32) -> (Option<u64>, u32) {
+        (None, 0)
+    }
+
     /// Publishes KV events in `PassOutput::kv_events` (where the backend has them: with prefix
     /// caching, not on a decode worker) even if no router consumes them (a recorder does).
     fn set_kv_events(&mut self, on: bool);

@@ -14,7 +14,7 @@ use crate::cluster::router::UNBOUNDED_BATCH_TOKENS;
 use crate::cluster::{RouteQuery, Router, RouterConfig};
 use crate::planner::Planner;
 use crate::queue::{EventKind, EventQueue};
-use crate::report::events::{EventSink, Place, SimEvent};
+use crate::report::events::{BlockMirror, EventSink, Place, SimEvent};
 use crate::report::timeseries::Recorder;
 use crate::report::{Collector, Column, ImageStats, RunReport, Status};
 use crate::scenario::SimConfig;
@@ -61,6 +61,8 @@ pub struct Simulation {
     starting: Vec<(f64, usize)>,
     /// Where the event stream goes, when one is recorded.
     event_sink: Option<Box<dyn EventSink>>,
+    /// Each rank's KV pool block by block as its `blocks` lines told it (recording only).
+    block_mirrors: Vec<BlockMirror>,
 }
 
 impl Simulation {
@@ -103,6 +105,7 @@ impl Simulation {
             planner: cfg.scaling.clone().map(Planner::new),
             starting: Vec::new(),
             event_sink: None,
+            block_mirrors: Vec::new(),
             workload,
         };
         sim.collector.slo = cfg.slo;
@@ -315,6 +318,11 @@ impl Simulation {
         self
     }
 
+    /// Requests in the workload.
+    pub fn num_requests(&self) -> usize {
+        self.workload.len()
+    }
+
     /// Virtual time reached so far.
     pub fn now_ms(&self) -> f64 {
         self.now_ms
@@ -523,6 +531,16 @@ impl Simulation {
     pub fn finish(mut self) -> RunReport {
         self.settle_open_streaks();
         self.flush_idle_events();
+        // Blocks let go between passes (a prefill rank releasing a transferred prompt) show in
+        // a rank's next `blocks` line; after the last pass, in one more.
+        for r in 0..self.block_mirrors.len() {
+            let at = self.place_of(r);
+            if let Some(event) = self.block_changes(r, at)
+                && let Some(sink) = &mut self.event_sink
+            {
+                sink.record(self.now_ms, &event);
+            }
+        }
         if self.checks && self.is_done() && !self.cut_off {
             let lost: Vec<usize> =
                 self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
@@ -883,6 +901,7 @@ impl Simulation {
             blocks: self.fleet.ranks[r].engine.kv_blocks(),
         };
         let sglang = self.fleet.pools[self.fleet.ranks[r].pool].args().backend == servesim_engine::Backend::Sglang;
+        let blocks = self.block_changes(r, at);
         let Some(sink) = &mut self.event_sink else { return };
         for e in &out.kv_events {
             sink.record(t, &kv_event(at, e));
@@ -896,7 +915,23 @@ impl Simulation {
             let event = if sglang { SimEvent::Retracted { request, at } } else { SimEvent::Preempted { request, at } };
             sink.record(t, &event);
         }
+        if let Some(event) = &blocks {
+            sink.record(t, event);
+        }
         sink.record(t, &pass);
+    }
+
+    /// Rank `r`'s pool block by block, as a `blocks` line of the changes since its previous
+    /// one (`None`: nothing changed, or the core keeps no block table).
+    fn block_changes(&mut self, r: usize, at: Place) -> Option<SimEvent<'static>> {
+        self.event_sink.as_ref()?;
+        let engine = &self.fleet.ranks[r].engine;
+        let held = engine.held_blocks()?;
+        if self.block_mirrors.len() <= r {
+            self.block_mirrors.resize(r + 1, BlockMirror::default());
+        }
+        let (set, held) = self.block_mirrors[r].update(held, engine.kv_blocks(), |b| engine.block_view(b));
+        (!set.is_empty() || !held.is_empty()).then_some(SimEvent::Blocks { at, set, held })
     }
 
     fn fold_gaps(&mut self, t: f64, gap: f64, n: u64) {

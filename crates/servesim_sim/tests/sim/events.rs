@@ -78,6 +78,8 @@ fn check(case: &str) -> Vec<Value> {
     let mut pool_size: HashMap<(String, u64, u64), u64> = HashMap::new();
     let mut due: Vec<&Value> = Vec::new();
     let mut checked = 0;
+    let mut mirrors: HashMap<(String, u64, u64), Mirror> = HashMap::new();
+    let mut blocks_checked = 0;
     let mut settle = |due: &mut Vec<&Value>, cache: &HashMap<(String, u64, u64), HashSet<u64>>| {
         for p in due.drain(..) {
             let b = &p["blocks"];
@@ -99,8 +101,13 @@ fn check(case: &str) -> Vec<Value> {
                     assert!(set.remove(&n(h)), "{case}: {:?} removed {h}, which it never stored", k());
                 }
             }
+            "blocks" => mirrors.entry(k()).or_default().apply(e),
             "pass" => {
                 let b = &e["blocks"];
+                if let Some(m) = mirrors.get_mut(&k()) {
+                    m.check(b, &format!("{case}: {:?} at {}", k(), e["t_ms"]));
+                    blocks_checked += 1;
+                }
                 let total = n(&b["in_use"]) + n(&b["idle"]) + n(&b["free"]);
                 assert_eq!(*pool_size.entry(k()).or_insert(total), total, "{case}: {:?}: blocks {b}", k());
                 if e["pool"] != "decode" {
@@ -112,7 +119,83 @@ fn check(case: &str) -> Vec<Value> {
     }
     settle(&mut due, &cache);
     assert!(checked > 0, "{case}: no pass checked");
+    let vllm = events.iter().any(|e| e["kind"] == "preempted") || !events.iter().any(|e| e["kind"] == "retracted");
+    if vllm {
+        assert!(blocks_checked > 0, "{case}: no `blocks` lines");
+    }
+    for (at, m) in &mirrors {
+        assert!(m.held.is_empty(), "{case}: {at:?}: blocks still held at the end: {:?}", m.held);
+    }
     events
+}
+
+/// A rank's pool as its `blocks` lines tell it: block → (hash, holders), request → blocks,
+/// with running counts (checked at every pass; the holder lists at every 32nd, as walking
+/// them is slow in a debug build).
+#[derive(Default)]
+struct Mirror {
+    blocks: HashMap<u64, (Option<u64>, u64)>,
+    held: HashMap<u64, Vec<u64>>,
+    in_use: u64,
+    idle: u64,
+    hashes: HashMap<u64, u64>,
+    passes: u64,
+}
+
+impl Mirror {
+    fn count(&mut self, b: (Option<u64>, u64), sign: i64) {
+        let add = |n: &mut u64| *n = (*n as i64 + sign) as u64;
+        if b.1 > 0 {
+            add(&mut self.in_use);
+        } else if b.0.is_some() {
+            add(&mut self.idle);
+        }
+        if let Some(h) = b.0 {
+            let c = self.hashes.entry(h).or_default();
+            add(c);
+            if *c == 0 {
+                self.hashes.remove(&h);
+            }
+        }
+    }
+
+    fn apply(&mut self, e: &Value) {
+        for c in e["set"].as_array().unwrap() {
+            let now = (c[1].as_u64(), n(&c[2]));
+            if let Some(was) = self.blocks.insert(n(&c[0]), now) {
+                self.count(was, -1);
+            }
+            self.count(now, 1);
+        }
+        for h in e["held"].as_array().unwrap() {
+            let list = self.held.entry(n(&h[0])).or_default();
+            list.truncate(n(&h[1]) as usize);
+            list.extend(h[2].as_array().unwrap().iter().map(n));
+            if list.is_empty() {
+                self.held.remove(&n(&h[0]));
+            }
+        }
+    }
+
+    /// The lines add up to the `pass` line's pool: in use, idle and distinct cached hashes;
+    /// each block's holders are the requests listing it.
+    fn check(&mut self, b: &Value, at: &str) {
+        let got = (self.in_use, self.idle, self.hashes.len() as u64);
+        assert_eq!(got, (n(&b["in_use"]), n(&b["idle"]), n(&b["cached"])), "{at}: blocks lines vs the pass {b}");
+        self.passes += 1;
+        if self.passes % 32 != 1 {
+            return;
+        }
+        let mut holders: HashMap<u64, u64> = HashMap::new();
+        for list in self.held.values() {
+            for &blk in list {
+                *holders.entry(blk).or_default() += 1;
+            }
+        }
+        for (blk, v) in &self.blocks {
+            assert_eq!(holders.get(blk).copied().unwrap_or(0), v.1, "{at}: block {blk}'s holders");
+        }
+    }
 }
 
 #[test]

@@ -969,6 +969,22 @@ impl Scheduler for VllmCore {
         KvBlocks { in_use: self.pool.active(), idle: self.pool.idle(), free: self.pool.free(), cached: self.pool.cached_count() }
     }
 
+    fn held_blocks(&self) -> Option<Vec<(u64, Vec<u32>)>> {
+        let Pool::Native(_) = &self.pool else { return None };
+        let mut held: Vec<(u64, Vec<u32>)> =
+            self.seqs.iter().flatten().filter(|q| !q.blocks.is_empty()).map(|q| (q.id, q.blocks.clone())).collect();
+        held.extend(self.held.iter().map(|(&id, slots)| (id, slots.clone())));
+        held.sort_unstable_by_key(|&(id, _)| id);
+        Some(held)
+    }
+
+    fn block_view(&self, block: u32) -> (Option<u64>, u32) {
+        match &self.pool {
+            Pool::Native(pool) if block < pool.capacity() => pool.slot_view(block),
+            _ => (None, 0),
+        }
+    }
+
     fn set_kv_events(&mut self, on: bool) {
         let events = self.pool.events();
         events.enabled = on && self.cfg.prefix_caching && self.cfg.worker_type != WorkerType::Decode;
