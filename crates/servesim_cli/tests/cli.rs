@@ -278,7 +278,10 @@ fn the_harness_examples_show_their_feature() {
     // The load planner grows the pool, then shrinks it.
     let p = &run("planner-load.json")["planner"];
     let events = p["scaling_events"].as_array().unwrap();
-    assert!(events.iter().any(|e| e["reason"] == "scale_up") && events.iter().any(|e| e["to_count"].as_u64() < e["from_count"].as_u64()), "{p}");
+    assert!(
+        events.iter().any(|e| e["reason"] == "scale_up") && events.iter().any(|e| e["to_count"].as_u64() < e["from_count"].as_u64()),
+        "{p}"
+    );
     // The script starts a worker in each pool at 10 s; it is ready after startup_time.
     let p = &run("scripted-scaling.json")["planner"];
     let causes: Vec<&str> = p["lifecycle"].as_array().unwrap().iter().map(|l| l["cause"].as_str().unwrap()).collect();

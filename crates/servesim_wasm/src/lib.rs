@@ -12,8 +12,8 @@
 pub mod columns;
 pub mod events;
 pub mod sweep;
-mod types;
 pub mod tiers;
+mod types;
 
 use columns::{Columns, Series, Uploads};
 use js_sys::{Array, Float64Array, Object, Reflect, Uint8Array};
