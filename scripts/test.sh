@@ -6,11 +6,10 @@ cd "$(dirname "$0")/.."
 echo "== format and lints (rustfmt, clippy natively and for wasm32)"
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
+# (this also checks that the engine and the harness build for wasm32)
 cargo clippy --locked --target wasm32-unknown-unknown -p servesim_engine -p servesim_sim -p servesim_wasm --all-targets -- -D warnings
 echo "== native tests"
 cargo test --workspace --locked --release
-echo "== engine and harness build for wasm32"
-cargo check --locked --target wasm32-unknown-unknown -p servesim_engine -p servesim_sim
 
 echo "== wasm adapter in Node (wasm-pack test; wasm-bindgen-test-runner from PATH)"
 wasm-pack test --node --mode no-install crates/servesim_wasm --locked
