@@ -3,6 +3,7 @@
 // the router's choice and the event log. Everything is rendered as text or canvas pixels,
 // never as HTML from the stream.
 
+import { el } from './dom';
 import {
   type ClusterState,
   type Ev,
@@ -24,16 +25,6 @@ export const COLORS = {
   evicted: '#e0533d',
   selected: '#111',
 } as const;
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  props: Partial<HTMLElementTagNameMap[K]> = {},
-  ...kids: (Node | string)[]
-): HTMLElementTagNameMap[K] {
-  const n = Object.assign(document.createElement(tag), props);
-  n.append(...kids);
-  return n;
-}
 
 export function fmtMs(ms: number): string {
   if (!Number.isFinite(ms)) return '–';

@@ -6,6 +6,7 @@
 // parameter, so a copied link or an embed opens the same moment.
 
 import './inspector.css';
+import { el } from './dom';
 import type { Engine } from './engine';
 import { LESSONS, type Lesson } from './inspector-lessons';
 import { type ClusterState, type Ev, parseEvents, Replay, rankKey, rankLabel, routerChoice } from './inspector-model';
@@ -53,16 +54,6 @@ export function formatInspectParam(l: InspectLink): string {
   return [l.t_ms === null ? '' : String(Math.round(l.t_ms * 1000) / 1000), l.rank ?? '', l.request === null ? '' : String(l.request)]
     .join(',')
     .replace(/,+$/, '');
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  props: Partial<HTMLElementTagNameMap[K]> = {},
-  ...kids: (Node | string)[]
-): HTMLElementTagNameMap[K] {
-  const n = Object.assign(document.createElement(tag), props);
-  n.append(...kids);
-  return n;
 }
 
 function section(title: string, body: HTMLElement, cls: string): HTMLElement {
