@@ -216,26 +216,37 @@ export class Charts {
       });
     }
 
-    const perRank = (id: string, column: string, yLabel: string, yRange?: [number, number]) => {
-      const counts = yRange === undefined;
+    // One line per rank of each column; a second column (the encoder part of the pass time)
+    // is drawn dotted in its rank's colour.
+    const perRank = (id: string, column: string, yLabel: string, opts: { yRange?: [number, number]; part?: [string, string] } = {}) => {
       const tables: Table[] = [];
       const series: SeriesSpec[] = [];
       for (const run of runs) {
-        const ranks = run.result.series.ranks;
-        tables.push([seconds(run.result.series.t_ms), ...ranks.map((r) => nulls(r.columns[column] ?? new Float64Array(run.result.series.t_ms.length)))]);
-        ranks.forEach((r, i) => {
+        const { t_ms, ranks } = run.result.series;
+        const part = opts.part;
+        const parts = part ? ranks.filter((r) => r.columns[part[0]] !== undefined) : [];
+        const col = (r: (typeof ranks)[number], c: string) => nulls(r.columns[c] ?? new Float64Array(t_ms.length));
+        tables.push([seconds(t_ms), ...ranks.map((r) => col(r, column)), ...(part ? parts.map((r) => col(r, part[0])) : [])]);
+        const name = (r: (typeof ranks)[number]) => {
           const pool = r.pool && r.pool !== 'aggregated' && r.pool !== 'agg' ? `${r.pool} ` : 'worker ';
-          const dp = run.result.series.ranks.some((x) => x.dp_rank > 0) ? `.${r.dp_rank}` : '';
-          const name = `${pool}${r.worker}${dp}`;
-          series.push({ label: style(run).tag + name, color: color(i), dash: style(run).dash });
+          const dp = ranks.some((x) => x.dp_rank > 0) ? `.${r.dp_rank}` : '';
+          return `${style(run).tag}${pool}${r.worker}${dp}`;
+        };
+        ranks.forEach((r, i) => {
+          series.push({ label: name(r), color: color(i), dash: style(run).dash });
         });
+        for (const r of parts) {
+          const dash = style(run).dash ? [6, 3, 1, 3] : [1, 3];
+          series.push({ label: `${name(r)} ${part?.[1]}`, color: color(ranks.indexOf(r)), dash });
+        }
       }
-      this.chart(id)?.draw(join(tables), series, { xLabel: 'time (s)', yLabel, yRange, counts });
+      this.chart(id)?.draw(join(tables), series, { xLabel: 'time (s)', yLabel, yRange: opts.yRange, counts: opts.yRange === undefined });
     };
-    out.push(() => perRank('kv', 'kv_usage', 'KV use', [0, 1]));
+    out.push(() => perRank('kv', 'kv_usage', 'KV use', { yRange: [0, 1] }));
     out.push(() => perRank('queue', 'waiting', 'waiting requests'));
-    out.push(() => perRank('hit', 'prefix_hit_rate', 'hit rate', [0, 1]));
+    out.push(() => perRank('hit', 'prefix_hit_rate', 'hit rate', { yRange: [0, 1] }));
     out.push(() => perRank('preempt', 'preemptions', 'per window'));
+    out.push(() => perRank('pass', 'pass_ms', 'ms', { part: ['encoder_ms', 'encoder'] }));
     return out;
   }
 }

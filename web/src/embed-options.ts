@@ -19,6 +19,7 @@ export const PANELS = {
   queue: 'Queue depth',
   hit: 'Prefix cache hit rate',
   preempt: 'Preemptions',
+  pass: 'Pass time',
 } as const;
 export type Panel = keyof typeof PANELS;
 export const PANEL_IDS = Object.keys(PANELS) as Panel[];

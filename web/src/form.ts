@@ -11,7 +11,7 @@
 import { DEFAULT_GPU, GPU_LABELS, KV_DTYPE_LABELS, MODEL_LABELS, SHAPE_FIELDS, WEIGHT_DTYPE_LABELS } from './presets';
 import type { EffectiveConfig, PoolConfig, Presets } from './protocol';
 import { clone, getPath, isObject, type Json, type JsonObject, setPath } from './scenario';
-import { CLUSTER, ENGINE, type Field, formatValue, PERF, parseField, SCENARIO, type Section, WORKLOAD } from './schema';
+import { CLUSTER, ENGINE, type Field, formatValue, IMAGES, PERF, parseField, SCENARIO, type Section, WORKLOAD } from './schema';
 import { LOAD_FIELDS, OFFLOAD, SCALING, SERVICE } from './schema-harness';
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
@@ -93,6 +93,7 @@ export class ConfigForm {
     this.section('Performance model', (body) => this.perfPicker(body), 'perf');
     this.render(PERF, this.root.querySelector('#s-perf') as HTMLElement);
     this.render(LOAD_FIELDS, this.root.querySelector('#s-workload') as HTMLElement);
+    this.render(IMAGES, this.root.querySelector('#s-workload') as HTMLElement);
     for (const sec of [SERVICE, SCALING, OFFLOAD]) this.render(sec);
     const other = el('div', { class: 'effect', id: 'other-effects' });
     this.root.append(other);

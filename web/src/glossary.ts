@@ -58,6 +58,11 @@ const KEYS: Record<string, string> = {
   gpu_seconds: 'GPU-seconds: each worker’s GPUs × the seconds it was provisioned, summed',
   meets_slo: 'Whether the run met every bound of the scenario’s slo (p99 latencies; the goodput thresholds count requests)',
   total_gpus: 'GPUs of the cluster as it starts (workers × GPUs per worker)',
+  num_images: 'Images in the completed requests’ prompts (each runs through the vision encoder unless its output is cached)',
+  mean_encoder_time_ms:
+    'Mean encoder time: per request with images, the vision-encoder time of the passes that encoded its images (on its path to the first token), ms',
+  encoder_cache_hit_ratio: 'Encoder cache hits: images found in the encoder cache when a request first needed them / images looked up',
+  encoder_cache_lookups: 'Images looked up in the encoder cache (an image already in the request’s KV prefix is not looked up)',
 };
 
 /** A sentence explaining a summary key, or null for a key this page does not know. */
@@ -91,6 +96,7 @@ export const TERMS: Record<string, string> = {
   Preemptions: KEYS.num_preemptions ?? '',
   Retractions: KEYS.num_retractions ?? '',
   'Latency over time': 'TTFT and ITL percentiles of the tokens emitted in each window',
+  'Pass time': 'Pass time: the mean duration of a rank’s forward passes ending in each window, ms (its timing model’s figure); dotted: the vision-encoder part',
 };
 
 let tipSeq = 0;

@@ -5,7 +5,7 @@
 import { Inspector, type InspectorHost, parseInspectParam } from './inspector';
 
 /** Per-worker charts whose moments link to the inspector. */
-const LINKED_CHARTS = ['chart-kv', 'chart-queue', 'chart-hit', 'chart-preempt'];
+const LINKED_CHARTS = ['chart-kv', 'chart-queue', 'chart-hit', 'chart-preempt', 'chart-pass'];
 
 /** `worker 3`, `B prefill 1.2` (a chart legend's series name) → `aggregated/3/0`, `prefill/1/2`. */
 export function legendRank(label: string): string | null {

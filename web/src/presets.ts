@@ -9,6 +9,7 @@ export const MODEL_LABELS: Record<string, string> = {
   'qwen3-32b': 'Qwen3 32B',
   'qwen3-30b-a3b': 'Qwen3 30B-A3B (MoE)',
   'mixtral-8x7b': 'Mixtral 8x7B (MoE)',
+  'qwen2.5-vl-7b': 'Qwen2.5-VL 7B (vision)',
 };
 
 export const GPU_LABELS: Record<string, string> = {

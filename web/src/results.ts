@@ -83,6 +83,13 @@ export function renderHeadline(root: HTMLElement, runs: Run[]): void {
   const cards: [string, string, string, string][] = [...HEADLINE, [mech.key, mech.label, '', mech.label]];
   // With an SLA set, goodput stands next to throughput.
   if ('goodput_output_throughput_tok_s' in cur.result.summary) cards.splice(5, 0, ['goodput_output_throughput_tok_s', 'Goodput', 'tok/s', 'Goodput']);
+  // With images, what the vision encoder cost and how often its cache saved it.
+  if ('num_images' in cur.result.summary) {
+    cards.push(
+      ['mean_encoder_time_ms', 'Mean encoder time', 'ms', 'mean_encoder_time_ms'],
+      ['encoder_cache_hit_ratio', 'Encoder cache hits', '', 'encoder_cache_hit_ratio'],
+    );
+  }
   for (const [key, label, unit, name] of cards) {
     const card = document.createElement('div');
     card.className = 'card';

@@ -3,7 +3,7 @@
 // the worker) is the authority and its message is shown as well.
 
 import type { Json, JsonObject } from './scenario';
-import { getPath } from './scenario';
+import { getPath, setPath } from './scenario';
 
 export type Kind = 'int' | 'float' | 'bool' | 'enum' | 'text';
 
@@ -252,6 +252,97 @@ export const WORKLOAD: Section = {
       help: 'Tokens per hash id (Mooncake: 512)',
     },
     { path: 'workload.arrival_speedup_ratio', label: 'Arrival speed-up', kind: 'float', unit: '×', min: 0, minExclusive: true, when: trace },
+  ],
+};
+
+const images = (s: JsonObject) => synthetic(s) && Number(getPath(s, 'workload.images.per_request') ?? 0) > 0;
+const notRoofline = (s: JsonObject) => getPath(s, 'engine.timing_model.type') !== 'roofline';
+
+/**
+ * Images in a synthetic workload (`workload.images`, vLLM only) and the encoder's settings.
+ * Zero images per request removes the object, so text-only scenarios and their links are
+ * unchanged; one or more writes it whole (its two required keys).
+ */
+export const IMAGES: Section = {
+  id: 'workload',
+  title: 'Workload',
+  fields: [
+    {
+      path: 'workload.images.per_request',
+      label: 'Images per request',
+      kind: 'int',
+      min: 0,
+      max: 64,
+      fallback: 0,
+      help: 'vLLM only: each image runs through the vision encoder before its tokens are prefilled (the roofline needs a vision model, e.g. Qwen2.5-VL 7B)',
+      when: synthetic,
+      get: (s) => getPath(s, 'workload.images.per_request') ?? 0,
+      set: (s, v) => {
+        if (!Number(v)) {
+          setPath(s, 'workload.images', undefined);
+          return;
+        }
+        setPath(s, 'workload.images.per_request', v);
+        if (getPath(s, 'workload.images.tokens_per_image') === undefined) setPath(s, 'workload.images.tokens_per_image', 576);
+      },
+    },
+    {
+      path: 'workload.images.tokens_per_image',
+      label: 'Tokens per image',
+      kind: 'int',
+      unit: 'tokens',
+      min: 1,
+      max: 1_000_000,
+      optional: true,
+      help: 'Image tokens in the prompt, added to its text (576: a 336 px LLaVA-1.5 image)',
+      when: images,
+    },
+    {
+      path: 'workload.images.distinct',
+      label: 'Distinct images',
+      kind: 'int',
+      min: 0,
+      max: 1_000_000_000,
+      fallback: 0,
+      optional: true,
+      help: '0: every image unique; n: drawn from n images, so repeats can skip the encoder',
+      when: images,
+    },
+    {
+      path: 'engine.max_num_encoder_input_tokens',
+      label: 'Encoder budget per pass',
+      kind: 'int',
+      unit: 'tokens',
+      min: 1,
+      nullable: 'the token budget',
+      fallback: null,
+      optional: true,
+      when: images,
+    },
+    {
+      path: 'engine.encoder_cache_size',
+      label: 'Encoder cache',
+      kind: 'int',
+      unit: 'tokens',
+      min: 1,
+      nullable: 'the encoder budget',
+      fallback: null,
+      optional: true,
+      help: 'Encoder outputs kept until their request has prefilled them, and after while there is room',
+      when: images,
+    },
+    {
+      path: 'engine.encoder_ms_per_token',
+      label: 'Encoder time',
+      kind: 'float',
+      unit: 'ms/token',
+      min: 0,
+      nullable: '0.01',
+      fallback: null,
+      optional: true,
+      help: 'Per image token, for timing models without a vision tower',
+      when: (s) => images(s) && notRoofline(s),
+    },
   ],
 };
 

@@ -263,3 +263,42 @@ test('links made before these fields open unchanged, with no scaling or tier vie
   await expect(page.locator('#harness-results')).toBeHidden();
   await expectEngineNumbers(page);
 });
+
+test('an image workload from the form: encoder cards, the encoder line of the pass-time chart, the CLI’s numbers', async ({ page }, info) => {
+  test.setTimeout(90_000);
+  const errors = watchErrors(page);
+  await page.goto('/');
+  await waitRun(page, 0);
+  await manual(page);
+  // The encoder settings appear only once requests carry images.
+  await expect(page.locator('#f-workload-images-tokens_per_image')).toBeHidden();
+  await page.locator('#f-workload-images-per_request').fill('2');
+  await expect(page.locator('#f-workload-images-tokens_per_image')).toHaveValue('576');
+  await page.locator('#f-workload-images-distinct').fill('4');
+  // A text-only model cannot time a vision encoder: the engine says so, naming the field.
+  await page.locator('#f-model').selectOption('llama-3.1-8b');
+  await expect(page.locator('#message')).toContainText('vision tower');
+  await page.locator('#f-model').selectOption('qwen2.5-vl-7b');
+  await expect(page.locator('#message')).toBeHidden();
+  await runNow(page);
+  expect(await shownScenario(page)).toMatchObject({ workload: { images: { per_request: 2, tokens_per_image: 576, distinct: 4 } } });
+  const native = await expectSameSummary(page);
+  expect(native.summary.num_images).toBe(2 * Number(native.summary.completed_requests));
+  // Four distinct images: most lookups hit the encoder cache (misses: an image evicted
+  // meanwhile by the others).
+  expect(Number(native.summary.encoder_cache_hit_ratio)).toBeGreaterThan(0.5);
+  await expect(page.locator('#h-mean_encoder_time_ms')).toHaveAttribute('data-value', String(native.summary.mean_encoder_time_ms));
+  await expect(page.locator('#h-encoder_cache_hit_ratio')).toHaveAttribute('data-value', String(native.summary.encoder_cache_hit_ratio));
+  // The pass-time chart has a rank's line and its dotted encoder line.
+  const legend = page.locator('#chart-pass .u-legend .u-series th');
+  await expect(legend.filter({ hasText: /worker 0$/ })).toHaveCount(1);
+  await expect(legend.filter({ hasText: 'worker 0 encoder' })).toHaveCount(1);
+  await screenshot(page, info, 'images-desktop.png');
+  // Back to text only: the images object is gone, and so are the encoder cards and line.
+  await page.locator('#f-workload-images-per_request').fill('0');
+  await runNow(page);
+  expect(await shownScenario(page)).not.toHaveProperty('workload.images');
+  await expect(page.locator('#h-mean_encoder_time_ms')).toHaveCount(0);
+  await expect(legend.filter({ hasText: 'encoder' })).toHaveCount(0);
+  expect(errors).toEqual([]);
+});

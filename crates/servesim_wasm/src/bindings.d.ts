@@ -35,7 +35,11 @@ export type RecordColumns = Record<RecordColumnName, Float64Array>;
 export type ClusterColumnName = 'requests_completed' | 'input_tok_s' | 'output_tok_s' | 'ttft_p50_ms' | 'ttft_p99_ms' | 'itl_p50_ms' | 'itl_p99_ms';
 export type ClusterColumns = Record<ClusterColumnName, Float64Array>;
 
-/** One DP rank's time-series columns: running, waiting, kv_usage, prefix_hit_rate, preemptions. */
+/**
+ * One DP rank's time-series columns: running, waiting, kv_usage, prefix_hit_rate, preemptions,
+ * pass_ms (mean pass duration, NaN in a window without a pass) and, in runs that encoded an
+ * image, encoder_ms (the vision-encoder part of pass_ms).
+ */
 export interface RankSeries {
   /** The pool the rank serves in, as the harness names it. */
   pool: string;

@@ -146,17 +146,19 @@ pub fn engine_series(ts: &TimeSeries) -> Series {
     let ranks = ts
         .ranks
         .iter()
-        .map(|r| RankSeries {
-            pool: r.pool,
-            worker: r.worker,
-            dp_rank: r.dp_rank,
-            columns: vec![
+        .map(|r| {
+            let mut columns = vec![
                 ("running", r.running.clone()),
                 ("waiting", r.waiting.clone()),
                 ("kv_usage", r.kv_usage.clone()),
                 ("prefix_hit_rate", r.prefix_hit_rate.clone()),
                 ("preemptions", r.preemptions.clone()),
-            ],
+                ("pass_ms", r.pass_ms.clone()),
+            ];
+            if !r.encoder_ms.is_empty() {
+                columns.push(("encoder_ms", r.encoder_ms.clone()));
+            }
+            RankSeries { pool: r.pool, worker: r.worker, dp_rank: r.dp_rank, columns }
         })
         .collect();
     Series { interval_ms: ts.interval_ms, source: "engine", t_ms: ts.t_ms.clone(), cluster, ranks }

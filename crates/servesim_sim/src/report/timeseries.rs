@@ -40,6 +40,12 @@ pub struct RankSeries {
     pub prefix_hit_rate: Vec<f64>,
     /// Preemptions in the window.
     pub preemptions: Vec<f64>,
+    /// Mean duration of the passes ending in the window, ms (NaN without a pass).
+    pub pass_ms: Vec<f64>,
+    /// The vision-encoder part of `pass_ms` (mean over the same passes); only in runs that
+    /// encoded an image, so text-only series are unchanged.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub encoder_ms: Vec<f64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -75,6 +81,9 @@ struct RankWindow {
     last: Option<RankMetrics>,
     hit_tokens: u64,
     query_tokens: u64,
+    passes: u64,
+    pass_ms: f64,
+    encoder_ms: f64,
 }
 
 impl RankWindow {
@@ -85,6 +94,9 @@ impl RankWindow {
         }
         self.hit_tokens += o.hit_tokens;
         self.query_tokens += o.query_tokens;
+        self.passes += o.passes;
+        self.pass_ms += o.pass_ms;
+        self.encoder_ms += o.encoder_ms;
     }
 }
 
@@ -210,7 +222,9 @@ impl Recorder {
         w.input_tokens += input_tokens as u64;
     }
 
-    pub fn rank_metrics(&mut self, rank: usize, t_ms: f64, m: &RankMetrics) {
+    /// A pass of `rank` ended at `t_ms`: its gauges, and how long it took (the encoder part
+    /// included in `pass_ms`).
+    pub fn rank_pass(&mut self, rank: usize, t_ms: f64, m: &RankMetrics, pass_ms: f64, encoder_ms: f64) {
         if !self.on {
             return;
         }
@@ -223,6 +237,9 @@ impl Recorder {
         w.last = Some(*m);
         w.hit_tokens += m.cache_hit_tokens;
         w.query_tokens += m.cache_query_tokens;
+        w.passes += 1;
+        w.pass_ms += pass_ms;
+        w.encoder_ms += encoder_ms;
     }
 
     /// Windows recorded so far.
@@ -268,6 +285,7 @@ impl Recorder {
         for (mut series, windows) in self.ranks {
             let mut last = RankMetrics::default();
             let mut preempted_before = 0;
+            let encoded = windows.iter().any(|w| w.encoder_ms > 0.0);
             for k in 0..n {
                 let w = windows.get(k).copied().unwrap_or_default();
                 if let Some(m) = w.last {
@@ -279,6 +297,11 @@ impl Recorder {
                 series.prefix_hit_rate.push(if w.query_tokens > 0 { w.hit_tokens as f64 / w.query_tokens as f64 } else { f64::NAN });
                 series.preemptions.push((last.preemptions_total - preempted_before) as f64);
                 preempted_before = last.preemptions_total;
+                let per_pass = |ms: f64| if w.passes > 0 { ms / w.passes as f64 } else { f64::NAN };
+                series.pass_ms.push(per_pass(w.pass_ms));
+                if encoded {
+                    series.encoder_ms.push(per_pass(w.encoder_ms));
+                }
             }
             ts.ranks.push(series);
         }

@@ -773,7 +773,7 @@ impl Simulation {
         let pool = self.fleet.ranks[r].pool;
         let role = self.fleet.pools[pool].role;
         let target = self.fleet.ranks[r].target;
-        self.recorder.rank_metrics(r, t, &out.metrics);
+        self.recorder.rank_pass(r, t, &out.metrics, duration_ms(out.duration), duration_ms(out.encoder_duration));
         if self.event_sink.is_some() {
             self.record_pass(r, &out, t);
         }

@@ -42,6 +42,21 @@ fn a_repeated_image_costs_less_than_distinct_ones() {
 }
 
 #[test]
+fn the_pass_time_series_shows_the_encoder() {
+    let json = scenario("", 512, r#", "images": {"per_request": 1, "tokens_per_image": 1024, "distinct": 0}"#);
+    let s = Scenario::from_json_str(&json).unwrap();
+    let report = build(&Input::Scenario(s), &mut MemFiles::new(), &BuildOptions::default()).unwrap().run();
+    let ts = report.timeseries();
+    let r = &ts.ranks[0];
+    assert_eq!(r.encoder_ms.len(), ts.t_ms.len());
+    assert!(r.encoder_ms.iter().any(|&e| e > 0.0));
+    // The encoder's time is part of the pass's.
+    for (e, p) in r.encoder_ms.iter().zip(&r.pass_ms) {
+        assert!(e.is_nan() == p.is_nan() && (e.is_nan() || e <= p), "{e} of {p}");
+    }
+}
+
+#[test]
 fn images_cost_more_than_as_many_text_tokens() {
     let image = run(&scenario("", 512, r#", "images": {"per_request": 1, "tokens_per_image": 1024, "distinct": 0}"#));
     let text = run(&scenario("", 1536, ""));

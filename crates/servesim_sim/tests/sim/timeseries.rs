@@ -36,3 +36,28 @@ fn windows_add_up_to_the_summary() {
     // The shared prefixes show up as prefix hits somewhere.
     assert!(ts.ranks.iter().any(|r| r.prefix_hit_rate.iter().any(|h| *h > 0.0)));
 }
+
+#[test]
+fn pass_times_are_the_timing_models() {
+    // Fixed timing: a decode-only pass takes 5 ms, one with prefill 20 ms (plus 5 with decodes
+    // beside it), so every window's mean lies between, and a run of long prompts shows both.
+    let s = Scenario::from_json_str(
+        r#"{"engine": {"block_size": 16, "timing_model": {"type": "fixed", "prefill_ms": 20, "decode_ms": 5}},
+            "workload": {"num_requests": 40, "rate_rps": 5, "input_tokens": {"mean": 2000}, "output_tokens": {"mean": 200}},
+            "timeseries_interval_ms": 100}"#,
+    )
+    .unwrap();
+    let report = build(&Input::Scenario(s), &mut MemFiles::new(), &BuildOptions::default()).unwrap().run();
+    let ts = report.timeseries();
+    let r = &ts.ranks[0];
+    assert_eq!(r.pass_ms.len(), ts.t_ms.len());
+    let seen: Vec<f64> = r.pass_ms.iter().copied().filter(|p| p.is_finite()).collect();
+    assert!(seen.iter().all(|p| (5.0..=25.0).contains(p)), "{seen:?}");
+    assert!(seen.contains(&5.0), "decode-only windows");
+    assert!(seen.iter().any(|&p| p > 5.0), "windows with prefill");
+    // Windows where the rank was idle have no pass.
+    assert!(r.pass_ms.iter().zip(&r.running).all(|(p, &n)| p.is_finite() || n == 0.0));
+    assert!(r.encoder_ms.is_empty(), "a text-only run has no encoder series");
+    let json = serde_json::to_value(ts).unwrap();
+    assert!(json["ranks"][0].get("encoder_ms").is_none());
+}
