@@ -86,8 +86,8 @@ impl VllmCore {
         self.encoder.as_ref().map_or(self.encoder_args.1, |e| e.cache.capacity())
     }
 
-    /// The encoder state, created for the first request with images.
-    fn encoder_mut(&mut self) -> &mut EncoderState {
+    /// The encoder state, created when the first request with images arrives.
+    pub(super) fn encoder_mut(&mut self) -> &mut EncoderState {
         let (budget, cache) = self.encoder_args;
         self.encoder.get_or_insert_with(|| Box::new(EncoderState::new(budget, cache)))
     }

@@ -498,7 +498,8 @@ impl VllmCore {
         if desired == 0 && remaining > 0 {
             return Scheduled::Blocked;
         }
-        let has_images = prompt_before < prompt_len && !seq.images().is_empty();
+        // Text-only runs never look at a prompt's images (no encoder state without them).
+        let has_images = self.encoder.is_some() && prompt_before < prompt_len && !seq.images().is_empty();
         if has_images {
             let allowed = self.plan_encoder(s, before, desired);
             if allowed < desired {
@@ -805,6 +806,9 @@ impl Scheduler for VllmCore {
             self.clamp_output(&mut seq);
         }
         seq.order = self.next_order();
+        if !seq.images().is_empty() {
+            self.encoder_mut();
+        }
         let slot = self.new_slot(seq);
         self.waiting.push_back(slot);
     }
