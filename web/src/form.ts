@@ -21,7 +21,7 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
   return e;
 }
 
-/** A die's five face, drawn in SVG (an emoji die depends on the platform's fonts). */
+/** The five face of a die, in SVG (an emoji die would depend on the platform's fonts). */
 function dieIcon(): SVGSVGElement {
   const ns = 'http://www.w3.org/2000/svg';
   const svg = document.createElementNS(ns, 'svg');
