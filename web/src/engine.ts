@@ -97,6 +97,13 @@ export class Engine {
     return r.tp;
   }
 
+  /** A fresh scenario seed, an integer in [0, 2^53), from the engine's random source. */
+  async randomSeed(): Promise<number> {
+    const r = await this.request({ type: 'random-seed' }).reply;
+    if (r.type !== 'random-seed') throw new EngineError('unexpected reply');
+    return r.seed;
+  }
+
   /** `intervalMs`: time-series window; 0 picks one, undefined keeps the scenario's. */
   run(
     json: string,

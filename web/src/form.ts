@@ -21,6 +21,43 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
   return e;
 }
 
+/** The five face of a die, in SVG (an emoji die would depend on the platform's fonts). */
+function dieIcon(): SVGSVGElement {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 16 16');
+  svg.setAttribute('aria-hidden', 'true');
+  const face = document.createElementNS(ns, 'rect');
+  for (const [k, v] of Object.entries({
+    x: '1.5',
+    y: '1.5',
+    width: '13',
+    height: '13',
+    rx: '3',
+    fill: 'none',
+    stroke: 'currentColor',
+    'stroke-width': '1.4',
+  })) {
+    face.setAttribute(k, v);
+  }
+  svg.append(face);
+  for (const [cx, cy] of [
+    [5, 5],
+    [11, 5],
+    [8, 8],
+    [5, 11],
+    [11, 11],
+  ]) {
+    const dot = document.createElementNS(ns, 'circle');
+    dot.setAttribute('cx', String(cx));
+    dot.setAttribute('cy', String(cy));
+    dot.setAttribute('r', '1.3');
+    dot.setAttribute('fill', 'currentColor');
+    svg.append(dot);
+  }
+  return svg;
+}
+
 function idFor(path: string): string {
   return `f-${path.replace(/\./g, '-')}`;
 }
@@ -45,6 +82,8 @@ export interface Upload {
 export interface FormEngine {
   /** The smallest tensor-parallel size at which a roofline timing model leaves room for KV. */
   smallestTp(timingModel: JsonObject): Promise<number | null>;
+  /** A fresh seed in [0, 2^53) from the engine's random source. */
+  randomSeed(): Promise<number>;
 }
 
 export class ConfigForm {
@@ -204,8 +243,29 @@ export class ConfigForm {
     const r: Row = { field, row, input, error: row.querySelector('.error') as HTMLElement };
     const handler = () => this.edit(r);
     input.addEventListener(field.kind === 'enum' || field.kind === 'bool' ? 'change' : 'input', handler);
+    if (field.reseed && input instanceof HTMLInputElement) (row.querySelector('.unit') as HTMLElement).append(this.reseedButton(r, input));
     this.rows.push(r);
     return row;
+  }
+
+  /** A die beside a seed: puts a fresh random seed in the field, as if typed. */
+  private reseedButton(r: Row, input: HTMLInputElement): HTMLButtonElement {
+    const name = `New random ${r.field.label.toLowerCase()}`;
+    const button = el('button', { type: 'button', class: 'reseed', 'aria-label': name, title: name, 'aria-controls': input.id });
+    button.append(dieIcon());
+    button.addEventListener('click', () => {
+      const draw = async () => {
+        try {
+          input.value = String(await this.engine.randomSeed());
+        } catch (e) {
+          r.error.textContent = `No random seed: ${(e as Error).message}`;
+          return;
+        }
+        this.edit(r);
+      };
+      this.pending = this.pending.then(draw, draw);
+    });
+    return button;
   }
 
   private defaultOf(field: Field): Json | undefined {

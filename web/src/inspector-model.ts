@@ -4,33 +4,21 @@
 // folds the lines in order. Replaying is linear, so the model keeps a checkpoint every so
 // many events and a jump backwards replays from the nearest one.
 
-/** Where something happened. */
+import type { KvBlockCounts, PassEvent, RoutedEvent, ServesimEvent, ServesimEventKind } from '../pkg/servesim_wasm.js';
+
+/** One line of the stream (the package's type), its u64 hashes kept exact as decimal strings. */
+export type Ev = ServesimEvent<string>;
+export type PoolBlocks = KvBlockCounts;
+
+/** A rank as the stream and the time series name it. */
 export interface Place {
   pool: string;
   worker: number;
   dp_rank: number;
 }
 
-/** One line of the stream. Hashes (u64, beyond a double's precision) are kept as strings. */
-export interface Ev {
-  t_ms: number;
-  kind: string;
-  request?: number;
-  pool?: string;
-  worker?: number;
-  dp_rank?: number;
-  [field: string]: unknown;
-}
-
-export interface PoolBlocks {
-  in_use: number;
-  idle: number;
-  free: number;
-  cached: number;
-}
-
 /** `pool/worker/rank`: a rank's key. */
-export function rankKey(e: Place | Ev): string {
+export function rankKey(e: Place): string {
   return `${e.pool}/${e.worker}/${e.dp_rank}`;
 }
 
@@ -41,6 +29,50 @@ export function rankLabel(key: string): string {
   return rank === '0' ? `${p}worker ${worker}` : `${p}worker ${worker} rank ${rank}`;
 }
 
+/** The request an event is about, if any. */
+export function requestOf(e: Ev): number | undefined {
+  return 'request' in e ? e.request : undefined;
+}
+
+type FieldSpec<T> = { [K in keyof T]-?: Partial<Pick<T, K>> extends Pick<T, K> ? 'optional' : 'required' };
+const PLACE = { pool: 'required', worker: 'required', dp_rank: 'required' } as const;
+
+/**
+ * Every field of every kind of line, as the package declares them: tsc holds this table to
+ * the types exactly (a field missing, extra or of the wrong optionality fails to compile), the
+ * parser checks lines against it, and a test checks the engine's real lines against it.
+ */
+export const EVENT_FIELDS: { [K in ServesimEventKind]: FieldSpec<Extract<Ev, { kind: K }>> } = {
+  arrived: { t_ms: 'required', kind: 'required', request: 'required', input_tokens: 'required', output_tokens: 'required' },
+  routed: { t_ms: 'required', kind: 'required', request: 'required', ...PLACE, costs: 'optional', overlap_blocks: 'optional' },
+  admitted: { t_ms: 'required', kind: 'required', request: 'required', ...PLACE, cached_tokens: 'required', readmission: 'required' },
+  preempted: { t_ms: 'required', kind: 'required', request: 'required', ...PLACE },
+  retracted: { t_ms: 'required', kind: 'required', request: 'required', ...PLACE },
+  transfer_start: { t_ms: 'required', kind: 'required', request: 'required', ...PLACE, ms: 'required' },
+  transfer_end: { t_ms: 'required', kind: 'required', request: 'required', ...PLACE },
+  first_token: { t_ms: 'required', kind: 'required', request: 'required', ...PLACE, ttft_ms: 'required' },
+  finished: { t_ms: 'required', kind: 'required', request: 'required', status: 'required', output_tokens: 'required', reason: 'optional' },
+  stored: { t_ms: 'required', kind: 'required', ...PLACE, parent: 'required', hashes: 'required', tier: 'optional' },
+  removed: { t_ms: 'required', kind: 'required', ...PLACE, hashes: 'required', tier: 'optional' },
+  blocks: { t_ms: 'required', kind: 'required', ...PLACE, set: 'required', held: 'required' },
+  pass: {
+    t_ms: 'required',
+    kind: 'required',
+    ...PLACE,
+    start_ms: 'required',
+    duration_ms: 'required',
+    prefill_tokens: 'required',
+    decode_tokens: 'required',
+    batch: 'required',
+    waiting: 'required',
+    blocks: 'required',
+  },
+};
+
+function isKind(kind: string): kind is ServesimEventKind {
+  return Object.hasOwn(EVENT_FIELDS, kind);
+}
+
 // A u64 right after `:`, `[` or `,` with 16+ digits: too large for a double, so quoted before
 // JSON.parse. No other field of the stream holds such an integer (times and costs are small
 // decimals, ids are u32).
@@ -48,7 +80,11 @@ const BIG = /(?<=[:[,])(\d{16,})(?=[,\]}])/g;
 
 export class StreamError extends Error {}
 
-/** Parses the stream's text; a bad line throws, naming it. */
+/**
+ * Parses the stream's text; a bad line throws, naming it and what is wrong. Lines of a kind
+ * this page does not know (a newer writer's) are skipped, as docs/events.md promises readers
+ * may; extra fields of a known kind are kept.
+ */
 export function parseEvents(text: string): Ev[] {
   const out: Ev[] = [];
   let start = 0;
@@ -60,15 +96,20 @@ export function parseEvents(text: string): Ev[] {
     const raw = text.slice(start, end).trim();
     start = end + 1;
     if (raw === '') continue;
-    let e: Ev;
+    let v: unknown;
     try {
-      e = JSON.parse(raw.replace(BIG, '"$1"')) as Ev;
+      v = JSON.parse(raw.replace(BIG, '"$1"'));
     } catch (err) {
       throw new StreamError(`events line ${line}: ${(err as Error).message}`);
     }
-    if (typeof e !== 'object' || e === null || typeof e.t_ms !== 'number' || typeof e.kind !== 'string') {
-      throw new StreamError(`events line ${line}: not an event (no t_ms or kind)`);
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new StreamError(`events line ${line}: not an event (not a JSON object)`);
+    const rec = v as Record<string, unknown>;
+    if (typeof rec.t_ms !== 'number' || typeof rec.kind !== 'string') throw new StreamError(`events line ${line}: not an event (no t_ms or kind)`);
+    if (!isKind(rec.kind)) continue;
+    for (const [field, need] of Object.entries(EVENT_FIELDS[rec.kind])) {
+      if (need === 'required' && !(field in rec)) throw new StreamError(`events line ${line}: a "${rec.kind}" line without "${field}"`);
     }
+    const e = rec as unknown as Ev;
     normaliseHashes(e);
     out.push(e);
   }
@@ -80,11 +121,11 @@ function normaliseHashes(e: Ev): void {
   const s = (v: unknown) => (v === null || v === undefined ? null : String(v));
   if (e.kind === 'stored') {
     e.parent = s(e.parent);
-    e.hashes = (e.hashes as unknown[]).map(s);
+    e.hashes = e.hashes.map((h) => String(h));
   } else if (e.kind === 'removed') {
-    e.hashes = (e.hashes as unknown[]).map(s);
+    e.hashes = e.hashes.map((h) => String(h));
   } else if (e.kind === 'blocks') {
-    for (const c of e.set as unknown[][]) c[1] = s(c[1]);
+    for (const c of e.set) c[1] = s(c[1]);
   }
 }
 
@@ -122,7 +163,7 @@ export class RankState {
   /** Requests routed here and not admitted (preempted ones first), in queue order. */
   waiting: number[] = [];
   /** The latest pass line of this rank. */
-  pass: Ev | null = null;
+  pass: PassEvent | null = null;
   /** Whether the stream has `blocks` lines for this rank (a vLLM native pool). */
   hasBlocks = false;
   /** Time of this rank's latest `blocks` line. */
@@ -148,7 +189,7 @@ export class RankState {
 
   /** Pool size: the latest pass's, else what the blocks lines have shown. */
   get capacity(): number {
-    const b = this.pass?.blocks as PoolBlocks | undefined;
+    const b = this.pass?.blocks;
     return b ? b.in_use + b.idle + b.free : this.holders.length;
   }
 
@@ -175,35 +216,34 @@ export class RankState {
   }
 
   apply(e: Ev): void {
-    const id = e.request ?? -1;
     switch (e.kind) {
       case 'routed':
-        this.waiting.push(id);
+        this.waiting.push(e.request);
         break;
       case 'admitted':
-        this.dropWaiting(id);
-        this.running.add(id);
+        this.dropWaiting(e.request);
+        this.running.add(e.request);
         break;
       case 'preempted':
       case 'retracted':
-        this.running.delete(id);
+        this.running.delete(e.request);
         // vLLM puts a preempted request back at the head of the queue.
-        this.waiting.unshift(id);
+        this.waiting.unshift(e.request);
         break;
       case 'transfer_start':
-        this.waiting.push(id);
+        this.waiting.push(e.request);
         break;
       case 'transfer_end':
-        this.dropWaiting(id);
-        this.running.add(id);
+        this.dropWaiting(e.request);
+        this.running.add(e.request);
         break;
       case 'finished':
-        this.running.delete(id);
-        this.dropWaiting(id);
+        this.running.delete(e.request);
+        this.dropWaiting(e.request);
         break;
       case 'stored': {
-        let parent = e.parent as string | null;
-        for (const h of e.hashes as string[]) {
+        let parent = e.parent;
+        for (const h of e.hashes) {
           this.cached.set(h, parent);
           parent = h;
         }
@@ -211,7 +251,7 @@ export class RankState {
       }
       case 'removed':
         if (this.removedNow.t !== e.t_ms) this.removedNow = { t: e.t_ms, hashes: [] };
-        for (const h of e.hashes as string[]) {
+        for (const h of e.hashes) {
           this.cached.delete(h);
           this.removedNow.hashes.push(h);
         }
@@ -227,11 +267,11 @@ export class RankState {
     }
   }
 
-  private applyBlocks(e: Ev): void {
+  private applyBlocks(e: Extract<Ev, { kind: 'blocks' }>): void {
     this.hasBlocks = true;
     this.blocksAt = e.t_ms;
     this.evicted.clear();
-    for (const [block, hash, holders] of e.set as [number, string | null, number][]) {
+    for (const [block, hash, holders] of e.set) {
       while (this.holders.length <= block) {
         this.holders.push(0);
         this.hashes.push(null);
@@ -241,7 +281,7 @@ export class RankState {
       this.holders[block] = holders;
       this.hashes[block] = hash;
     }
-    for (const [request, keep, blocks] of e.held as [number, number, number[]][]) {
+    for (const [request, keep, blocks] of e.held) {
       const list = (this.held.get(request) ?? []).slice(0, keep);
       list.push(...blocks);
       if (list.length) this.held.set(request, list);
@@ -287,20 +327,12 @@ export class ClusterState {
   }
 
   apply(e: Ev): void {
-    const id = e.request;
-    let req = id === undefined ? undefined : this.requests.get(id);
-    if (e.kind === 'arrived' && id !== undefined) {
-      req = {
-        id,
-        phase: 'arrived',
-        decoding: false,
-        preemptions: 0,
-        input_tokens: Number(e.input_tokens),
-        output_tokens: Number(e.output_tokens),
-      };
-      this.requests.set(id, req);
+    if (e.kind === 'arrived') {
+      const { request: id, input_tokens, output_tokens } = e;
+      this.requests.set(id, { id, phase: 'arrived', decoding: false, preemptions: 0, input_tokens, output_tokens });
       return;
     }
+    const req = 'request' in e ? this.requests.get(e.request) : undefined;
     if (e.kind === 'finished') {
       if (req) {
         if (req.at) this.rank(req.at).apply(e);
@@ -308,7 +340,6 @@ export class ClusterState {
       }
       return;
     }
-    if (e.pool === undefined) return;
     const key = rankKey(e);
     this.rank(key).apply(e);
     if (!req) return;
@@ -358,10 +389,11 @@ export class Replay {
         this.passes.push(i);
         keys.add(rankKey(e));
       }
-      if (e.request !== undefined) {
-        const l = this.byRequest.get(e.request);
+      const id = requestOf(e);
+      if (id !== undefined) {
+        const l = this.byRequest.get(id);
         if (l) l.push(i);
-        else this.byRequest.set(e.request, [i]);
+        else this.byRequest.set(id, [i]);
       }
     });
     this.rankKeys = [...keys].sort(compareKeys);
@@ -462,7 +494,7 @@ export function requestTimeline(replay: Replay, id: number): { segments: Segment
     open = { kind, from: t, to: t, at };
   };
   for (const e of events) {
-    const at = e.pool === undefined ? undefined : rankKey(e);
+    const at = 'pool' in e ? rankKey(e) : undefined;
     switch (e.kind) {
       case 'routed':
         begin('waiting', e.t_ms, at);
@@ -496,9 +528,9 @@ export function requestTimeline(replay: Replay, id: number): { segments: Segment
   for (const s of segments) {
     if (s.kind !== 'prefill' || !s.at) continue;
     for (const i of replay.passes) {
-      const p = replay.events[i] as Ev;
-      if (p.t_ms < s.from || p.t_ms > s.to || rankKey(p) !== s.at) continue;
-      if (Number(p.prefill_tokens) > 0) chunks.push(p.t_ms);
+      const p = replay.events[i];
+      if (p?.kind !== 'pass' || p.t_ms < s.from || p.t_ms > s.to || rankKey(p) !== s.at) continue;
+      if (p.prefill_tokens > 0) chunks.push(p.t_ms);
     }
   }
   return { segments, chunks, events };
@@ -517,11 +549,11 @@ export interface RouterChoice {
  * where it went. Targets are the pool's ranks as the stream names them.
  */
 export function routerChoice(replay: Replay, id: number): RouterChoice | null {
-  const e = (replay.byRequest.get(id) ?? []).map((i) => replay.events[i] as Ev).find((x) => x.kind === 'routed');
+  const e = (replay.byRequest.get(id) ?? []).map((i) => replay.events[i] as Ev).find((x): x is RoutedEvent => x.kind === 'routed');
   if (!e) return null;
   const chosen = rankKey(e);
-  const costs = (e.costs as number[] | undefined) ?? null;
-  const overlap = (e.overlap_blocks as number[] | undefined) ?? null;
+  const costs = e.costs ?? null;
+  const overlap = e.overlap_blocks ?? null;
   const pool = replay.rankKeys.filter((k) => k.startsWith(`${e.pool}/`));
   const n = Math.max(costs?.length ?? 0, overlap?.length ?? 0);
   const targets =

@@ -13,6 +13,7 @@ import {
   type RouterChoice,
   rankKey,
   rankLabel,
+  requestOf,
   requestTimeline,
   type Segment,
 } from './inspector-model';
@@ -320,7 +321,7 @@ export function renderTimeline(root: HTMLElement, replay: Replay, id: number | n
   };
   for (const k of Object.keys(SEGMENT_COLORS) as Segment['kind'][]) keys.append(swatch(SEGMENT_COLORS[k], names[k]));
   const preempted = segments.filter((s) => s.kind === 'preempted').length;
-  const story = events.map((e) => `${fmtMs(e.t_ms)} ${e.kind}${e.pool !== undefined ? ` (${rankLabel(rankKey(e))})` : ''}${detail(replay, e)}`).join('\n');
+  const story = events.map((e) => `${fmtMs(e.t_ms)} ${e.kind}${'pool' in e ? ` (${rankLabel(rankKey(e))})` : ''}${detail(replay, e)}`).join('\n');
   root.append(
     el(
       'p',
@@ -341,7 +342,8 @@ function detail(replay: Replay, e: Ev): string {
   // The pass that did it ends at the same time on the same rank, right after.
   const i = replay.indexAt(e.t_ms);
   const p = replay.passAtOrBefore(i, rankKey(e));
-  const b = p >= 0 ? ((replay.events[p] as Ev).blocks as PoolBlocks | undefined) : undefined;
+  const pass = replay.events[p];
+  const b = pass?.kind === 'pass' ? pass.blocks : undefined;
   const pool = b ? ` (after that pass: ${b.free} free, ${b.idle} cached idle, ${b.in_use} in use)` : '';
   return e.kind === 'preempted'
     ? `: a running request needed a new block and none was free, so vLLM took this one's blocks (it recomputes when readmitted)${pool}`
@@ -384,7 +386,7 @@ export function renderRouter(root: HTMLElement, choice: RouterChoice | null): vo
 
 /** Event log lines around the cursor, filtered by kind and request. */
 export function renderLog(root: HTMLElement, events: Ev[], cursor: number, filter: { kind: string; request: string }, around = 80): void {
-  const want = (e: Ev) => (filter.kind === '' || e.kind === filter.kind) && (filter.request === '' || String(e.request) === filter.request);
+  const want = (e: Ev) => (filter.kind === '' || e.kind === filter.kind) && (filter.request === '' || String(requestOf(e)) === filter.request);
   const before: number[] = [];
   for (let i = cursor; i >= 0 && before.length < around; i--) if (want(events[i] as Ev)) before.push(i);
   const after: number[] = [];
@@ -404,10 +406,11 @@ export function renderLog(root: HTMLElement, events: Ev[], cursor: number, filte
   if (cur) ol.scrollTop = Math.max(0, cur.offsetTop - ol.clientHeight / 2);
 }
 
+const SHOWN_APART = new Set(['t_ms', 'kind', 'pool', 'worker', 'dp_rank']);
+
 function logLine(e: Ev): string {
-  const { t_ms, kind, pool, worker, dp_rank, ...rest } = e;
-  const where = pool === undefined ? '' : ` ${rankLabel(`${pool}/${worker}/${dp_rank}`)}`;
-  let body = JSON.stringify(rest);
+  const where = 'pool' in e ? ` ${rankLabel(rankKey(e))}` : '';
+  let body = JSON.stringify(Object.fromEntries(Object.entries(e).filter(([k]) => !SHOWN_APART.has(k))));
   if (body.length > 160) body = `${body.slice(0, 157)}…`;
-  return `${t_ms.toFixed(3)} ${kind}${where} ${body === '{}' ? '' : body}`;
+  return `${e.t_ms.toFixed(3)} ${e.kind}${where} ${body === '{}' ? '' : body}`;
 }

@@ -437,7 +437,7 @@ export class Inspector {
     if (rank) {
       const p = rank.pass;
       this.passInfo.textContent = p
-        ? `${rankLabel(rank.key)}: pass ${fmtMs(Number(p.start_ms))} → ${fmtMs(p.t_ms)} (${Number(p.duration_ms).toFixed(2)} ms): ${p.prefill_tokens} prefill + ${p.decode_tokens} decode tokens, batch ${p.batch}, ${p.waiting} waiting`
+        ? `${rankLabel(rank.key)}: pass ${fmtMs(p.start_ms)} → ${fmtMs(p.t_ms)} (${p.duration_ms.toFixed(2)} ms): ${p.prefill_tokens} prefill + ${p.decode_tokens} decode tokens, batch ${p.batch}, ${p.waiting} waiting`
         : `${rankLabel(rank.key)}: no pass yet`;
       this.passInfo.dataset.passBlocks = p ? JSON.stringify(p.blocks) : '';
       if (rank.hasBlocks) {
@@ -450,7 +450,7 @@ export class Inspector {
         // No per-block table (SGLang pages, the kvbm manager): counts and the radix tree.
         this.blockMap.root.hidden = true;
         const bar = el('div');
-        renderPoolBar(bar, p?.blocks as never);
+        renderPoolBar(bar, p?.blocks);
         this.treeBox.replaceChildren(bar);
         const tree = el('div');
         renderRadixTree(tree, rank);

@@ -3,7 +3,19 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { EffectiveConfig, EngineTimeSeries, LatencyCdfs, Reason, RecordColumns, Simulation, Summary } from '../pkg/servesim_wasm.js';
+import type {
+  EffectiveConfig,
+  EngineTimeSeries,
+  KvBlockCounts,
+  LatencyCdfs,
+  Reason,
+  RecordColumns,
+  randomSeed,
+  ServesimEvent,
+  ServesimEventKind,
+  Simulation,
+  Summary,
+} from '../pkg/servesim_wasm.js';
 
 const pkg = join(import.meta.dirname, '..', 'pkg');
 
@@ -38,5 +50,28 @@ describe('the npm package', () => {
     expectTypeOf<Summary['mean_ttft_ms']>().toEqualTypeOf<number>();
     expectTypeOf<Summary['p99_e2e_latency_ms']>().toEqualTypeOf<number>();
     expectTypeOf<RecordColumns['end_ms']>().toEqualTypeOf<Float64Array>();
+  });
+
+  it('types the event stream line by line, and the seed as a number', () => {
+    expectTypeOf<ServesimEventKind>().toEqualTypeOf<
+      | 'arrived'
+      | 'routed'
+      | 'admitted'
+      | 'preempted'
+      | 'retracted'
+      | 'transfer_start'
+      | 'transfer_end'
+      | 'first_token'
+      | 'finished'
+      | 'stored'
+      | 'removed'
+      | 'blocks'
+      | 'pass'
+    >();
+    expectTypeOf<Extract<ServesimEvent, { kind: 'pass' }>['blocks']>().toEqualTypeOf<KvBlockCounts>();
+    // Hashes are numbers as JSON.parse reads them, or the type a precise reader chooses.
+    expectTypeOf<Extract<ServesimEvent, { kind: 'stored' }>['hashes']>().toEqualTypeOf<number[]>();
+    expectTypeOf<Extract<ServesimEvent<string>, { kind: 'blocks' }>['set'][number][1]>().toEqualTypeOf<string | null>();
+    expectTypeOf<ReturnType<typeof randomSeed>>().toEqualTypeOf<number>();
   });
 });

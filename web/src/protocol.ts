@@ -123,6 +123,8 @@ export type Request =
   | { type: 'normalize'; id: number; json: string }
   | { type: 'inspect'; id: number; json: string }
   | { type: 'smallest-tp'; id: number; json: string }
+  /** A fresh scenario seed (the "new random seed" buttons). */
+  | { type: 'random-seed'; id: number }
   | {
       type: 'run';
       id: number;
@@ -146,6 +148,7 @@ export type Reply =
   | { type: 'normalized'; id: number; json: string }
   | { type: 'inspected'; id: number; json: string }
   | { type: 'smallest-tp'; id: number; tp: number | null }
+  | { type: 'random-seed'; id: number; seed: number }
   /** `stopped`: a cancelled run has stopped (the result, with what ran, follows). */
   | { type: 'progress'; id: number; progress: number; now_ms: number; stopped?: boolean }
   | { type: 'result'; id: number; result: RunResult }

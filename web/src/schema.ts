@@ -28,6 +28,8 @@ export interface Field {
   /** A field that is not one path of the scenario (a switch that adds or removes an object). */
   get?: (s: JsonObject) => Json | undefined;
   set?: (s: JsonObject, v: Json) => void;
+  /** A seed: a button beside it draws a fresh one (from the engine's random source). */
+  reseed?: boolean;
 }
 
 /** What a custom editor in a section (a list) gets from the form. */
@@ -200,7 +202,7 @@ export const CLUSTER: Section = {
       options: opts(['full_prompt', 'the whole prompt'], ['destination_missing', 'blocks missing at the decode side']),
       when: disagg,
     },
-    { path: 'seed', label: 'Seed', kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, help: 'Seeds routing ties and sampling' },
+    { path: 'seed', label: 'Seed', kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, help: 'Seeds routing ties and sampling', reseed: true },
   ],
 };
 
@@ -241,7 +243,7 @@ export const WORKLOAD: Section = {
     { path: 'workload.num_prefix_groups', label: 'Shared-prefix groups', kind: 'int', min: 0, max: 1_000_000, when: synthetic, help: '0 = no shared prefixes' },
     { path: 'workload.shared_prefix_ratio', label: 'Shared fraction of prompt', kind: 'float', min: 0, max: 1, when: synthetic },
     { path: 'workload.block_tokens', label: 'Prefix granularity', kind: 'int', unit: 'tokens', min: 1, when: synthetic },
-    { path: 'workload.seed', label: 'Workload seed', kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, when: synthetic },
+    { path: 'workload.seed', label: 'Workload seed', kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, when: synthetic, reseed: true },
     {
       path: 'workload.trace_block_size',
       label: 'Trace block size',

@@ -10,6 +10,7 @@ import init, {
   normalizeScenario,
   panicForTesting,
   presets,
+  randomSeed,
   Simulation,
   smallestTensorParallel,
   version,
@@ -139,6 +140,9 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
         break;
       case 'smallest-tp':
         post({ type: 'smallest-tp', id: msg.id, tp: smallestTensorParallel(msg.json) ?? null });
+        break;
+      case 'random-seed':
+        post({ type: 'random-seed', id: msg.id, seed: randomSeed() });
         break;
       case 'run':
         await run(msg.id, msg.json, msg.trace, msg.interval_ms, msg.files);

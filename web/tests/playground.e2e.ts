@@ -3,7 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { deflateRawSync } from 'node:zlib';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { expect, type Page, test } from '@playwright/test';
 import { cliRun } from './cli';
 import { expectEngineNumbers, link, manual, runsDone, screenshot, summary, waitFresh, waitRun, watchErrors } from './helpers';
@@ -177,6 +177,57 @@ test('a share link opened in a fresh page restores the scenario and the same num
   expect(await summary(other)).toEqual(numbers);
   expect(Number(numbers.prefix_cache_reused_ratio)).toBeGreaterThan(0);
   await fresh.close();
+});
+
+test('a die beside each seed draws a new random seed, which reruns and goes into the link', async ({ page }, info) => {
+  const errors = watchErrors(page);
+  await page.goto('/');
+  await waitFresh(page, 0);
+  const seedOf = async () => {
+    await expect
+      .poll(() => page.evaluate(() => location.hash !== '' && location.hash === (document.querySelector('main') as HTMLElement).dataset.hash))
+      .toBe(true);
+    const hash = await page.evaluate(() => location.hash);
+    return JSON.parse(inflateRawSync(Buffer.from(hash.slice('#v1.'.length), 'base64url')).toString('utf8')) as { seed?: number; workload?: { seed?: number } };
+  };
+  for (const [id, name, path] of [
+    ['#f-seed', 'New random seed', (s: { seed?: number }) => s.seed],
+    ['#f-workload-seed', 'New random workload seed', (s: { workload?: { seed?: number } }) => s.workload?.seed],
+  ] as const) {
+    const input = page.locator(id);
+    const before = await input.inputValue();
+    const n = await runsDone(page);
+    const die = page.getByRole('button', { name, exact: true });
+    // From the keyboard: Tab from the field reaches the die, Enter draws.
+    await input.focus();
+    await page.keyboard.press('Tab');
+    await expect(die).toBeFocused();
+    await page.keyboard.press('Enter');
+    await expect(input).not.toHaveValue(before);
+    const drawn = await input.inputValue();
+    expect(drawn).toMatch(/^\d+$/);
+    expect(Number.isSafeInteger(Number(drawn))).toBe(true);
+    // A change like any edit: the results run again for it, and the link carries it.
+    await waitFresh(page, n);
+    expect(await page.locator('#scenario-file').textContent()).toContain(`"seed": ${drawn}`);
+    expect(path(await seedOf())).toBe(Number(drawn));
+    // Clicked again, another.
+    await die.click();
+    await expect(input).not.toHaveValue(drawn);
+  }
+  await expect(page.locator('#f-seed')).not.toHaveAttribute('aria-invalid', 'true');
+  // It fits beside its field on a phone.
+  await page.setViewportSize({ width: 390, height: 844 });
+  const row = await page.locator('[data-path="seed"]').boundingBox();
+  const die = await page.getByRole('button', { name: 'New random seed', exact: true }).boundingBox();
+  const field = await page.locator('#f-seed').boundingBox();
+  if (!row || !die || !field) throw new Error('the seed row is not laid out');
+  expect(die.x).toBeGreaterThanOrEqual(field.x + field.width);
+  expect(die.x + die.width).toBeLessThanOrEqual(row.x + row.width + 0.5);
+  expect(die.height).toBeGreaterThanOrEqual(24);
+  await page.locator('[data-path="seed"]').scrollIntoViewIfNeeded();
+  await screenshot(page, info, 'seed-phone.png', false);
+  expect(errors).toEqual([]);
 });
 
 test("a hand-written link with Dynamo's engine-argument names opens with those values", async ({ page }) => {

@@ -180,3 +180,164 @@ export interface PlannerRecord {
 
 /** Prompt tokens by KV tier per time-series window (`tierSeries()`), aligned with the windows. */
 export type TierSeries = Record<'gpu_hit_tokens' | 'host_hit_tokens' | 'computed_tokens' | 'host_onboard_tok_s' | 'host_onboard_requests', Float64Array>;
+
+// ---- The event stream: the JSON lines `servesim run --events` writes and `EventRecording`
+// records (docs/events.md). One type per `kind`; `ServesimEvent` is their union.
+
+/** Where an event happened: a pool, a worker in it (ids are per pool) and its DP rank. */
+export interface EventPlace {
+  pool: 'aggregated' | 'prefill' | 'decode';
+  worker: number;
+  dp_rank: number;
+}
+
+/** A rank's KV pool by use (SGLang: pages): `in_use + idle + free` is the pool's size. */
+export interface KvBlockCounts {
+  /** Held by requests. */
+  in_use: number;
+  /** Cached and held by nobody (evictable). */
+  idle: number;
+  free: number;
+  /** Cache-visible: the distinct blocks stored and not removed. */
+  cached: number;
+}
+
+/** A request reached the router (a session turn's prompt includes its history). */
+export interface ArrivedEvent {
+  t_ms: number;
+  kind: 'arrived';
+  request: number;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** The router chose a worker's rank; with the KV router, every target's cost and believed overlap. */
+export interface RoutedEvent extends EventPlace {
+  t_ms: number;
+  kind: 'routed';
+  request: number;
+  /** One per target (a worker rank, in target order); the lowest wins. */
+  costs?: number[];
+  /** The prefix blocks the router believed each target had. */
+  overlap_blocks?: number[];
+}
+
+/** A pass admitted the request (told at the pass end). */
+export interface AdmittedEvent extends EventPlace {
+  t_ms: number;
+  kind: 'admitted';
+  request: number;
+  cached_tokens: number;
+  readmission: boolean;
+}
+
+/** vLLM took the request's blocks to make room; it recomputes later. */
+export interface PreemptedEvent extends EventPlace {
+  t_ms: number;
+  kind: 'preempted';
+  request: number;
+}
+
+/** SGLang sent the request back to the queue under decode memory pressure. */
+export interface RetractedEvent extends EventPlace {
+  t_ms: number;
+  kind: 'retracted';
+  request: number;
+}
+
+/** Disaggregated: the prompt's KV starts moving to this decode rank, arriving `ms` later. */
+export interface TransferStartEvent extends EventPlace {
+  t_ms: number;
+  kind: 'transfer_start';
+  request: number;
+  ms: number;
+}
+
+export interface TransferEndEvent extends EventPlace {
+  t_ms: number;
+  kind: 'transfer_end';
+  request: number;
+}
+
+export interface FirstTokenEvent extends EventPlace {
+  t_ms: number;
+  kind: 'first_token';
+  request: number;
+  ttft_ms: number;
+}
+
+export interface FinishedEvent {
+  t_ms: number;
+  kind: 'finished';
+  request: number;
+  status: 'completed' | 'rejected' | 'unschedulable';
+  output_tokens: number;
+  /** Why a rejected or unschedulable request stopped. */
+  reason?: string;
+}
+
+/**
+ * Blocks became cache-visible: sequence hashes chained from `parent`. Hashes are u64s, past a
+ * double's precision: `JSON.parse` reads them as (rounded) numbers, the default `Hash`; a
+ * reader that keeps them exact (the page quotes them) says which type it uses.
+ */
+export interface StoredEvent<Hash = number> extends EventPlace {
+  t_ms: number;
+  kind: 'stored';
+  parent: Hash | null;
+  hashes: Hash[];
+  /** Native offload's host tier; absent for the GPU pool. */
+  tier?: 'host';
+}
+
+/** The last copy of each block was evicted. */
+export interface RemovedEvent<Hash = number> extends EventPlace {
+  t_ms: number;
+  kind: 'removed';
+  hashes: Hash[];
+  tier?: 'host';
+}
+
+/**
+ * A rank's KV pool block by block, as the changes since its previous `blocks` line (vLLM's
+ * native pool only): `set` is `[block, hash or null, holders]` per changed block; `held` is
+ * `[request, keep, blocks]` per request whose blocks changed (it now holds its first `keep`
+ * blocks, then `blocks`).
+ */
+export interface BlocksEvent<Hash = number> extends EventPlace {
+  t_ms: number;
+  kind: 'blocks';
+  set: [block: number, hash: Hash | null, holders: number][];
+  held: [request: number, keep: number, blocks: number[]][];
+}
+
+/** A rank's pass ended: when it started, what it computed, its KV pool as it left it. */
+export interface PassEvent extends EventPlace {
+  t_ms: number;
+  kind: 'pass';
+  start_ms: number;
+  duration_ms: number;
+  prefill_tokens: number;
+  decode_tokens: number;
+  batch: number;
+  waiting: number;
+  blocks: KvBlockCounts;
+}
+
+/** One line of the event stream, told apart by `kind`. */
+export type ServesimEvent<Hash = number> =
+  | ArrivedEvent
+  | RoutedEvent
+  | AdmittedEvent
+  | PreemptedEvent
+  | RetractedEvent
+  | TransferStartEvent
+  | TransferEndEvent
+  | FirstTokenEvent
+  | FinishedEvent
+  | StoredEvent<Hash>
+  | RemovedEvent<Hash>
+  | BlocksEvent<Hash>
+  | PassEvent;
+
+export type ServesimEventKind = ServesimEvent['kind'];

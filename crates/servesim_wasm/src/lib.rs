@@ -55,6 +55,14 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 
+/// A fresh scenario seed from the platform's random source (`crypto.getRandomValues`):
+/// an integer in [0, 2^53), so it stays exact as a JS number and in a share link.
+#[wasm_bindgen(js_name = randomSeed)]
+pub fn random_seed() -> Result<f64, JsError> {
+    let bits = getrandom::u64().map_err(|e| JsError::new(&format!("no random source: {e}")))?;
+    Ok((bits >> 11) as f64)
+}
+
 /// The default scenario with every field spelled out, as JSON text.
 #[wasm_bindgen(js_name = defaultScenario)]
 pub fn default_scenario() -> Result<String, JsError> {

@@ -3,7 +3,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Float64Array, Reflect};
-use servesim_wasm::{Simulation, default_scenario, inspect_scenario, normalize_scenario, smallest_tensor_parallel};
+use servesim_wasm::{Simulation, default_scenario, inspect_scenario, normalize_scenario, random_seed, smallest_tensor_parallel};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -88,4 +88,21 @@ fn the_engine_reports_derived_values() {
     assert_eq!(v["config"]["pools"][0]["num_gpu_blocks"], 17475);
     let tp = smallest_tensor_parallel(r#"{"type": "roofline", "model": "llama-3.1-70b", "gpu": "h100"}"#).map_err(JsValue::from).unwrap();
     assert_eq!(tp, Some(4));
+}
+
+#[wasm_bindgen_test]
+fn random_seeds_are_distinct_safe_integers() {
+    let seeds: Vec<f64> = (0..8).map(|_| random_seed().map_err(JsValue::from).unwrap()).collect();
+    for s in &seeds {
+        // A whole number a JS number (and so a share link) carries exactly.
+        assert!(s.fract() == 0.0 && *s >= 0.0 && *s <= 9_007_199_254_740_991.0, "{s}");
+    }
+    // 8 draws from 2^53 values: a repeat would mean the source is not random.
+    let mut sorted = seeds.clone();
+    sorted.sort_by(f64::total_cmp);
+    sorted.dedup();
+    assert_eq!(sorted.len(), seeds.len(), "{seeds:?}");
+    // And the scenario takes one as its seed.
+    let json = format!(r#"{{"seed": {}, "workload": {{"seed": {}}}}}"#, seeds[0], seeds[1]);
+    normalize_scenario(&json).map_err(JsValue::from).unwrap();
 }
