@@ -8,7 +8,7 @@
 import './inspector.css';
 import { el } from './dom';
 import type { Engine } from './engine';
-import { LESSONS, type Lesson } from './inspector-lessons';
+import { LESSONS, type Lesson, lessonVariant } from './inspector-lessons';
 import { type ClusterState, type Ev, parseEvents, Replay, rankKey, rankLabel, routerChoice } from './inspector-model';
 import { BlockMap, fmtMs, renderLog, renderPoolBar, renderQueues, renderRadixTree, renderRouter, renderTimeline } from './inspector-view';
 import type { EventsRecording } from './protocol';
@@ -64,7 +64,7 @@ export class Inspector {
   readonly root = el('section', { id: 'inspector', className: 'inspector', hidden: true });
   private status = el('p', { id: 'inspector-status', className: 'inspector-status', role: 'status' });
   private note = el('p', { id: 'inspector-note', className: 'inspector-note', hidden: true });
-  private lessonNote = el('p', { className: 'inspector-lesson', hidden: true });
+  private lessonNote = el('div', { className: 'inspector-lesson', hidden: true });
   private rankSel = el('select', { id: 'inspector-rank', title: 'Which worker rank to show' });
   private scrub = el('input', { id: 'inspector-scrub', type: 'range', min: '0', max: '0', step: 'any', value: '0' });
   private clock = el('output', { id: 'inspector-clock' });
@@ -227,11 +227,23 @@ export class Inspector {
     if (this.open && (this.job ? this.jobFor : this.recordedFor) !== want) void this.record();
   }
 
-  private lesson(l: Lesson): void {
+  /** Applies variant `i` of a lesson (0: the lesson itself), with buttons for the others. */
+  private lesson(l: Lesson, i = 0): void {
+    const v = lessonVariant(l, i);
+    const variants = el('div', { className: 'inspector-variants', role: 'group' }, 'Compare: ');
+    variants.setAttribute('aria-label', `${l.title}: compare settings`);
+    for (let k = 0; k <= l.compare.length; k++) {
+      const b = el('button', { type: 'button', textContent: lessonVariant(l, k).label });
+      b.dataset.variant = String(k);
+      b.setAttribute('aria-pressed', String(k === i));
+      b.addEventListener('click', () => this.lesson(l, k));
+      variants.append(b);
+    }
     this.lessonNote.hidden = false;
-    this.lessonNote.textContent = `${l.title}: ${l.look}`;
+    this.lessonNote.replaceChildren(el('p', {}, `${l.title} (${v.label}): ${v.look}`), variants);
     this.lessonNote.dataset.lesson = l.id;
-    this.host.applyScenario?.(l.scenario);
+    this.lessonNote.dataset.variant = String(i);
+    this.host.applyScenario?.(v.scenario);
   }
 
   private setControls(on: boolean): void {

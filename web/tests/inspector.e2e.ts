@@ -145,6 +145,52 @@ test.describe('the inspector', () => {
     expect(errors).toEqual([]);
   });
 
+  test('a lesson compares LIFO with FIFO: the first victim is the newest running request, then the oldest', async ({ page }, info) => {
+    test.setTimeout(120_000);
+    const errors = watchErrors(page);
+    await page.goto('/');
+    await waitRun(page, 0, 30_000);
+    await page.locator('#open-inspector').click();
+    const insp = page.locator('[data-inspector]');
+    /** The first preemption's victim, and the rank's running requests then, in admission order. */
+    const firstVictim = (events: Line[]) => {
+      const running = new Map<string, number[]>();
+      for (const e of events) {
+        const r = running.get(key(e)) ?? [];
+        running.set(key(e), r);
+        const id = e.request as number;
+        if (e.kind === 'admitted') r.push(id);
+        else if (e.kind === 'finished' || e.kind === 'preempted') {
+          if (e.kind === 'preempted') return { victim: id, running: [...r] };
+          r.splice(r.indexOf(id), 1);
+        }
+      }
+      throw new Error('no preemption');
+    };
+    for (const [variant, label, pick] of [
+      ['0', 'LIFO', (r: number[]) => r.at(-1)],
+      ['1', 'FIFO', (r: number[]) => r[0]],
+    ] as const) {
+      const n = await runsDone(page);
+      if (variant === '0') await page.locator('[data-lesson="preemption"]').click();
+      else await page.locator(`.inspector-variants [data-variant="${variant}"]`).click();
+      await waitRun(page, n, 30_000);
+      await expect(page.locator(`.inspector-variants [data-variant="${variant}"]`)).toHaveAttribute('aria-pressed', 'true');
+      await expect(page.locator('.inspector-lesson p')).toContainText(`(${label})`);
+      await expect(insp).toHaveAttribute('data-scenario', variant === '0' ? /lesson: preemption under KV pressure"/ : /\(FIFO\)/, { timeout: 30_000 });
+      await expect(insp).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+      const shown = JSON.parse((await page.locator('#scenario-file').textContent()) ?? '{}') as { engine?: { preemption_mode?: string } };
+      expect(shown.engine?.preemption_mode ?? 'lifo').toBe(label.toLowerCase());
+      const mine = await download(page);
+      expect(mine.equals(cliEvents(shown))).toBe(true);
+      const { victim, running } = firstVictim(parse(mine));
+      expect(running.length).toBeGreaterThan(1);
+      expect(victim).toBe(pick(running));
+    }
+    await screenshot(page, info, 'inspector-lesson-fifo.png', false);
+    expect(errors).toEqual([]);
+  });
+
   test('prefix reuse and eviction show in the block map; hover tells hash and holders', async ({ page }, info) => {
     test.setTimeout(120_000);
     const errors = watchErrors(page);
