@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # One-time setup on a fresh machine (rustup and Node present): toolchain pieces, then a build.
+# --no-site skips building the page (CI: scripts/test.sh builds it anyway).
 set -euo pipefail
+site=1
+[ "${1:-}" = "--no-site" ] && site=0
 cd "$(dirname "$0")/.."
 rustup target add wasm32-unknown-unknown
 rustup component add clippy rustfmt
@@ -15,4 +18,6 @@ if [ ! -x /usr/bin/chromium ] && [ -z "${CHROMIUM_PATH:-}" ]; then
 fi
 bash scripts/setup-wasm-tools.sh   # wasm-bindgen-cli (pinned) and wasm-pack, from crates.io
 npm ci --no-audit --no-fund --loglevel=warn
-npm run build          # scripts/build-wasm.sh, then the static site in web/dist
+if [ "$site" = 1 ]; then
+  npm run build        # scripts/build-wasm.sh, then the static site in web/dist
+fi

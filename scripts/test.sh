@@ -3,28 +3,31 @@
 # playground's wasm tests (Node), the npm package from Node, lint and format check, unit and end-to-end tests (Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "== format and lints (rustfmt, clippy natively and for wasm32)"
+# Each section's header says how long the script has run (CI has a time budget).
+section() { echo "== $1 [$((SECONDS / 60))m$((SECONDS % 60))s]"; }
+section "format and lints (rustfmt, clippy natively and for wasm32)"
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 # (this also checks that the engine and the harness build for wasm32)
 cargo clippy --locked --target wasm32-unknown-unknown -p servesim_engine -p servesim_sim -p servesim_wasm --all-targets -- -D warnings
-echo "== native tests"
+section "native tests"
 cargo test --workspace --locked --release
 
-echo "== wasm adapter in Node (wasm-pack test; wasm-bindgen-test-runner from PATH)"
+section "wasm adapter in Node (wasm-pack test; wasm-bindgen-test-runner from PATH)"
 wasm-pack test --node --mode no-install crates/servesim_wasm --locked
-echo "== web build (wasm + static site in web/dist)"
+section "web build (wasm + static site in web/dist)"
 npm run build
-echo "== wasm and native agree, byte for byte (every conformance case through both)"
+section "wasm and native agree, byte for byte (every conformance case through both)"
 cargo build --locked --release -p servesim_cli
 node scripts/replay-wasm.mjs --check tests/conformance/cases/*.json
 # The documented command itself, byte for byte (npm's banner would break this: see .npmrc).
 npm run replay:wasm -- tests/conformance/cases/vllm-prefix.json | cmp - <(target/release/servesim replay tests/conformance/cases/vllm-prefix.json)
-echo "== the npm package from Node: examples/node/run.mjs prints what \`servesim run\` prints"
+section "the npm package from Node: examples/node/run.mjs prints what \`servesim run\` prints"
 bash scripts/check-node-example.sh
-echo "== web lint and format (Biome; fails on any finding or unformatted file; tsc ran in the web build)"
+section "web lint and format (Biome; fails on any finding or unformatted file; tsc ran in the web build)"
 npx biome ci
-echo "== web unit tests (vitest; the real engine module in Node)"
+section "web unit tests (vitest; the real engine module in Node)"
 npx vitest run --config web/vite.config.ts
-echo "== end-to-end tests (Playwright, Chromium)"
+section "end-to-end tests (Playwright, Chromium)"
 CI=1 npx playwright test --config web/playwright.config.ts
+section "done"

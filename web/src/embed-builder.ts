@@ -5,22 +5,13 @@
 // without embed.js. The snippet carries a `title` and a copy button copies it.
 
 import './embed-builder.css';
+import { el } from './dom';
 import { DEFAULT_OPTIONS, type EmbedOptions, embedUrl, estimateHeight, PANEL_IDS, PANELS, type Panel, snippet } from './embed-options';
 import { RESIZE_MESSAGE } from './embed-resize';
 import { decodeLink } from './share';
 
 const MIN_WIDTH = 280;
 const MAX_WIDTH = 1600;
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  props: Partial<HTMLElementTagNameMap[K]> = {},
-  ...children: (Node | string)[]
-): HTMLElementTagNameMap[K] {
-  const e = Object.assign(document.createElement(tag), props);
-  e.append(...children);
-  return e;
-}
 
 function labelled(text: string, control: HTMLElement, hint?: string): HTMLLabelElement {
   const l = el('label', { className: 'eb-field' }, el('span', { textContent: text }), control);

@@ -8,18 +8,12 @@
 // and values the user did not set stay unset in the scenario, so the engine derives them
 // again for whatever the settings become.
 
+import { elAttrs as el } from './dom';
 import { DEFAULT_GPU, GPU_LABELS, KV_DTYPE_LABELS, MODEL_LABELS, SHAPE_FIELDS, WEIGHT_DTYPE_LABELS } from './presets';
 import type { EffectiveConfig, PoolConfig, Presets } from './protocol';
 import { clone, getPath, isObject, type Json, type JsonObject, setPath } from './scenario';
 import { CLUSTER, ENGINE, type Field, formatValue, IMAGES, PERF, parseField, SCENARIO, type Section, WORKLOAD } from './schema';
 import { LOAD_FIELDS, OFFLOAD, SCALING, SERVICE } from './schema-harness';
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 /** The five face of a die, in SVG (an emoji die would depend on the platform's fonts). */
 function dieIcon(): SVGSVGElement {

@@ -3,18 +3,12 @@
 // (per-tier hits and host onboarding, the tier counters) for a run with offload. Hidden for
 // runs with neither.
 
+import { elAttrs as el } from './dom';
 import { HarnessChart } from './harness-chart';
 import { counterRows, hitChart, onboardChart, tierTimes, tierTotals } from './offload-view';
 import { decisionLog, replicaChart, replicaSteps } from './planner-view';
 import type { RunResult } from './protocol';
 import { fmt } from './results';
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 let charts: HarnessChart[] = [];
 

@@ -499,10 +499,10 @@ if (new URLSearchParams(location.search).has('test-crash')) {
 }
 cancelBtn.addEventListener('click', cancel);
 document.addEventListener('keydown', (e) => {
-  if (e.key === 'Escape' && job) {
-    e.preventDefault();
-    cancel();
-  }
+  if (e.key !== 'Escape' || !(job || sweep?.running)) return;
+  e.preventDefault();
+  if (job) cancel();
+  if (sweep?.running) sweep.cancel();
 });
 pinBtn.addEventListener('click', () => {
   if (!current || pinned.length >= MAX_PINNED) return;

@@ -2,15 +2,9 @@
 // workers), add and remove buttons. The rows write `scaling` in the scenario; the engine
 // checks the list (pool names, time order, counts) and its message names the step.
 
+import { elAttrs as el } from './dom';
 import { isObject, type Json, type JsonObject } from './scenario';
 import type { WidgetContext } from './schema';
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 /** The pools a script may name for the cluster on screen. */
 export function scriptPools(s: JsonObject): string[] {

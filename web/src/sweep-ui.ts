@@ -4,6 +4,7 @@
 // inside `<details id="sweep">`, so the page's markup changes by one element.
 
 import './sweep.css';
+import { el } from './dom';
 import { fmt } from './results';
 import { clone, type Json, type JsonObject, setPath } from './scenario';
 import { SweepCharts } from './sweep-charts';
@@ -83,16 +84,6 @@ const SLO_LABELS: Record<SloKey, [string, string]> = {
   min_goodput_ratio: ['good share ≥', '(0.99)'],
 };
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  props: Partial<HTMLElementTagNameMap[K]> = {},
-  ...children: (Node | string)[]
-): HTMLElementTagNameMap[K] {
-  const e = Object.assign(document.createElement(tag), props);
-  e.append(...children);
-  return e;
-}
-
 function input(id: string, placeholder: string, label: string): HTMLInputElement {
   return el('input', { id, type: 'text', placeholder, autocomplete: 'off', spellcheck: false, ariaLabel: label });
 }
@@ -105,6 +96,8 @@ function msText(v: number | undefined): string {
 export class SweepPanel {
   private pool: SweepPool;
   private job: SweepJob | null = null;
+  /** The engine is expanding a sweep about to run (cold workers take a moment to load it). */
+  private expanding = false;
   private lines: PointLine[] = [];
   private expanded: Expanded | null = null;
   /** The sweep last run (it travels in the link until cleared). */
@@ -333,16 +326,21 @@ export class SweepPanel {
     const file = sweepFile(base, spec);
     const text = `${JSON.stringify(file, null, 2)}\n`;
     this.setStatus('running', 'Expanding the sweep…');
+    this.expanding = true;
+    this.cancelBtn.hidden = false;
     let expanded: Expanded;
     try {
       expanded = JSON.parse(await this.pool.expand(JSON.stringify(file), MAX_PAGE_POINTS)) as Expanded;
     } catch (e) {
       if (seq !== this.seq) return;
+      this.expanding = false;
+      this.cancelBtn.hidden = true;
       this.say(`The sweep cannot run: ${(e as Error).message}`);
       this.setStatus('refused', 'Refused: fix the sweep');
       return;
     }
     if (seq !== this.seq) return;
+    this.expanding = false;
     this.active = spec;
     this.fileText = text;
     this.expanded = expanded;
@@ -397,8 +395,22 @@ export class SweepPanel {
   }
 
   cancel(): void {
+    if (this.expanding) {
+      // Not started yet: the expansion's answer is dropped (the run sees a newer sequence).
+      this.seq++;
+      this.expanding = false;
+      this.pool.terminate();
+      this.cancelBtn.hidden = true;
+      this.setStatus('cancelled', 'Cancelled before any point ran');
+      return;
+    }
     // Terminating the workers stops every point at once.
     this.job?.cancel();
+  }
+
+  /** Whether a sweep is running or about to (Escape cancels it, as it does a run). */
+  get running(): boolean {
+    return this.expanding || this.job !== null;
   }
 
   /** Clears the sweep and its results (a link without a sweep was opened, or Clear sweep). */

@@ -162,6 +162,11 @@ test('a sweep cancels within a second and the page keeps working', async ({ page
   const n = Number((await page.locator('#status').getAttribute('data-runs')) ?? 0);
   await page.locator('#run').click();
   await waitRun(page, n);
+  // Escape cancels a sweep too (as it does a run), wherever the focus is.
+  await page.locator('#sweep-run').click();
+  await expect(page.locator('#sweep-status')).toHaveAttribute('data-state', 'running');
+  await page.locator('body').press('Escape');
+  await expect(page.locator('#sweep-status')).toHaveAttribute('data-state', 'cancelled', { timeout: 1000 });
   await page.locator('#sweep-values-0').fill('5, 10');
   await page.locator('#sweep-field-1').fill('');
   await page.locator('#sweep-values-1').fill('');
