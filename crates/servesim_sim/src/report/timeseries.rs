@@ -1,5 +1,5 @@
 //! Time series for charts, in fixed windows of virtual time: per rank (running, waiting, KV
-//! use, prefix hit rate, preemptions) and for the cluster (completions, token throughput,
+//! use, prefix hit rate, preemptions, pass time) and for the cluster (completions, token throughput,
 //! latency percentiles). Window k covers [k·Δ, (k+1)·Δ) and is stamped with its end.
 //!
 //! The number of windows is bounded whatever the run: when a run outgrows
