@@ -227,10 +227,10 @@ export class Charts {
         const parts = part ? ranks.filter((r) => r.columns[part[0]] !== undefined) : [];
         const col = (r: (typeof ranks)[number], c: string) => nulls(r.columns[c] ?? new Float64Array(t_ms.length));
         tables.push([seconds(t_ms), ...ranks.map((r) => col(r, column)), ...(part ? parts.map((r) => col(r, part[0])) : [])]);
+        const dps = ranks.some((x) => x.dp_rank > 0);
         const name = (r: (typeof ranks)[number]) => {
           const pool = r.pool && r.pool !== 'aggregated' && r.pool !== 'agg' ? `${r.pool} ` : 'worker ';
-          const dp = ranks.some((x) => x.dp_rank > 0) ? `.${r.dp_rank}` : '';
-          return `${style(run).tag}${pool}${r.worker}${dp}`;
+          return `${style(run).tag}${pool}${r.worker}${dps ? `.${r.dp_rank}` : ''}`;
         };
         ranks.forEach((r, i) => {
           series.push({ label: name(r), color: color(i), dash: style(run).dash });

@@ -3,26 +3,6 @@
 // The engine's result types are the package's own (crates/servesim_wasm/src/bindings.d.ts,
 // copied into web/pkg/servesim_wasm.d.ts by wasm-bindgen); they are re-exported here under
 // the names the page has always used.
-import type {
-  Cdf,
-  ClusterColumnName,
-  ClusterColumns,
-  Columns,
-  EffectiveConfig,
-  EngineTimeSeries,
-  LatencyCdfs,
-  PlannerRecord,
-  PoolConfig,
-  Presets,
-  RankSeries,
-  Reason,
-  RecordColumnName,
-  RecordColumns,
-  Summary,
-  TierSeries,
-  Topology,
-} from '../pkg/servesim_wasm.js';
-
 export type {
   Cdf,
   ClusterColumns,
@@ -38,7 +18,19 @@ export type {
   Summary,
   TierSeries,
   Topology,
-};
+} from '../pkg/servesim_wasm.js';
+
+import type {
+  ClusterColumnName,
+  Columns,
+  EffectiveConfig,
+  EngineTimeSeries,
+  LatencyCdfs,
+  PlannerRecord,
+  Reason,
+  RecordColumnName,
+  Summary,
+} from '../pkg/servesim_wasm.js';
 
 /**
  * The per-request record columns servesim_wasm's `records()` hands over: one entry per
