@@ -3,12 +3,14 @@
 // off, FIFO, round robin, another eviction policy) to compare. They are partial scenarios
 // (the defaults fill the rest), applied through the form like any link.
 
+import { type JsonObject, merge } from './scenario';
+
 /** The lesson's scenario with one setting changed, and what changes to look for. */
 export interface Variant {
   label: string;
   look: string;
   /** Merged into the lesson's scenario (objects key by key). */
-  patch: Record<string, unknown>;
+  patch: JsonObject;
 }
 
 export interface Lesson {
@@ -16,7 +18,7 @@ export interface Lesson {
   title: string;
   /** What to look for, shown beside the inspector. */
   look: string;
-  scenario: Record<string, unknown>;
+  scenario: JsonObject;
   /** The lesson's own setting first (its label), then the ones to compare it with. */
   label: string;
   compare: Variant[];
@@ -24,18 +26,8 @@ export interface Lesson {
   open?: { t_ms?: number; rank?: string };
 }
 
-function merge(base: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...base };
-  for (const [k, v] of Object.entries(patch)) {
-    const b = out[k];
-    const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
-    out[k] = isObj(v) && isObj(b) ? merge(b, v) : v;
-  }
-  return out;
-}
-
 /** Variant `i` of a lesson (0: the lesson itself), as a partial scenario and its text. */
-export function lessonVariant(l: Lesson, i: number): { label: string; look: string; scenario: Record<string, unknown> } {
+export function lessonVariant(l: Lesson, i: number): { label: string; look: string; scenario: JsonObject } {
   const v = i > 0 ? l.compare[i - 1] : undefined;
   if (!v) return { label: l.label, look: l.look, scenario: l.scenario };
   const scenario = merge(l.scenario, v.patch);
@@ -43,7 +35,7 @@ export function lessonVariant(l: Lesson, i: number): { label: string; look: stri
   return { label: v.label, look: v.look, scenario };
 }
 
-const synthetic = (over: Record<string, unknown>) => ({
+const synthetic = (over: JsonObject): JsonObject => ({
   type: 'synthetic',
   arrival: 'poisson',
   seed: 7,
