@@ -92,6 +92,11 @@ pub struct SyntheticSpec {
     /// Multimodal requests: images in every prompt (absent: text only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub images: Option<ImagesSpec>,
+    /// Benchmark-shaped lengths (`vllm bench serve --random-range-ratio`): each input and
+    /// output length uniform in [⌊r·L⌋, L] for L the length's `mean` (its `stddev` must be
+    /// 0), drawn from a stream of its own so arrivals and prefixes stay as without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range_ratio: Option<f64>,
 }
 
 /// `workload.images`: each request carries `per_request` images of `tokens_per_image` image
@@ -131,6 +136,7 @@ impl Default for SyntheticSpec {
             think_time_ms: 0.0,
             concurrency: None,
             images: None,
+            range_ratio: None,
         }
     }
 }
@@ -170,6 +176,14 @@ impl SyntheticSpec {
         if self.concurrency == Some(0) {
             return bad("concurrency", "must be at least 1");
         }
+        if let Some(r) = self.range_ratio {
+            if !(r > 0.0 && r <= 1.0) {
+                return bad("range_ratio", "must be within (0, 1]");
+            }
+            if self.input_tokens.stddev != 0.0 || self.output_tokens.stddev != 0.0 {
+                return bad("range_ratio", "draws lengths uniformly below each mean: input_tokens and output_tokens need stddev 0");
+            }
+        }
         if let Some(m) = &self.images {
             if m.per_request > 64 {
                 return bad("images.per_request", "must be at most 64");
@@ -192,6 +206,16 @@ impl SyntheticSpec {
         // prefixes) is the same with images as without.
         let mut image_rng = ChaCha8Rng::seed_from_u64(self.seed);
         image_rng.set_stream(1);
+        let mut range_rng = ChaCha8Rng::seed_from_u64(self.seed);
+        range_rng.set_stream(2);
+        let mut length = |rng: &mut ChaCha8Rng, l: Length| match self.range_ratio {
+            Some(r) => {
+                let hi = l.mean.round().max(1.0) as u32;
+                let lo = ((r * hi as f64).floor() as u32).clamp(1, hi);
+                range_rng.random_range(lo..=hi)
+            }
+            None => sample_length(rng, l),
+        };
         let mut w = Workload::new(self.block_tokens);
         let mean_gap = 1000.0 / self.rate_rps;
         let mut t = 0.0;
@@ -204,8 +228,8 @@ impl SyntheticSpec {
             let (session, turn) = (i / turns, i % turns);
             if turn > 0 {
                 // A later turn: only its new input (the driver prepends the conversation).
-                let isl = sample_length(&mut rng, self.input_tokens);
-                let osl = sample_length(&mut rng, self.output_tokens);
+                let isl = length(&mut rng, self.input_tokens);
+                let osl = length(&mut rng, self.output_tokens);
                 ids.clear();
                 while (ids.len() as u32) < isl.div_ceil(self.block_tokens) {
                     next_id += 1;
@@ -223,8 +247,8 @@ impl SyntheticSpec {
                     Arrival::Gamma => gamma(&mut rng, self.smoothness) * mean_gap / self.smoothness,
                 };
             }
-            let isl = sample_length(&mut rng, self.input_tokens);
-            let osl = sample_length(&mut rng, self.output_tokens);
+            let isl = length(&mut rng, self.input_tokens);
+            let osl = length(&mut rng, self.output_tokens);
             let blocks = isl.div_ceil(self.block_tokens);
             let shared = if self.num_prefix_groups > 0 { (blocks as f64 * self.shared_prefix_ratio).round() as u32 } else { 0 };
             ids.clear();
@@ -330,6 +354,36 @@ mod tests {
         assert_eq!(hashes.len(), 100);
         let e = SyntheticSpec { images: Some(ImagesSpec { tokens_per_image: 0, ..images }), ..Default::default() }.validate().unwrap_err();
         assert!(e.to_string().contains("workload.images.tokens_per_image"), "{e}");
+    }
+
+    /// `range_ratio`: every length within [⌊r·L⌋, L], spread over it, the same requests for
+    /// the same seed, and the arrivals exactly as without it.
+    #[test]
+    fn range_ratio_draws_lengths_uniformly_below_the_mean() {
+        let fixed = SyntheticSpec {
+            num_requests: 4000,
+            input_tokens: Length { mean: 1000.0, stddev: 0.0 },
+            output_tokens: Length { mean: 200.0, stddev: 0.0 },
+            ..Default::default()
+        };
+        let spec = SyntheticSpec { range_ratio: Some(0.5), ..fixed.clone() };
+        let w = spec.generate().unwrap();
+        assert_eq!(w.rows, spec.generate().unwrap().rows);
+        let isl: Vec<u32> = w.rows.iter().map(|r| r.input_length).collect();
+        let osl: Vec<u32> = w.rows.iter().map(|r| r.output_length).collect();
+        assert!(isl.iter().all(|&l| (500..=1000).contains(&l)) && osl.iter().all(|&l| (100..=200).contains(&l)));
+        assert_eq!((isl.iter().min(), isl.iter().max()), (Some(&500), Some(&1000)));
+        let mean = isl.iter().map(|&l| l as f64).sum::<f64>() / isl.len() as f64;
+        assert!((mean - 750.0).abs() < 10.0, "mean {mean}");
+        let below = isl.iter().filter(|&&l| l < 750).count() as f64 / isl.len() as f64;
+        assert!((below - 0.5).abs() < 0.03, "{below}");
+        let plain = fixed.generate().unwrap();
+        let times = |w: &Workload| w.rows.iter().map(|r| r.timestamp).collect::<Vec<_>>();
+        assert_eq!(times(&w), times(&plain));
+        let e = SyntheticSpec { range_ratio: Some(0.0), ..fixed.clone() }.validate().unwrap_err();
+        assert!(e.to_string().contains("workload.range_ratio"), "{e}");
+        let e = SyntheticSpec { range_ratio: Some(0.5), ..Default::default() }.validate().unwrap_err();
+        assert!(e.to_string().contains("stddev 0"), "{e}");
     }
 
     #[test]
