@@ -124,12 +124,24 @@ fn planner_preset(group: &str, name: &str) -> Option<serde_json::Value> {
     use serde_json::json;
     Some(match (group, name) {
         ("scaling_policy", "disabled") => json!({"enable_throughput_scaling": false, "enable_load_scaling": false}),
-        ("scaling_policy", "throughput_180_5") => json!({"enable_throughput_scaling": true, "enable_load_scaling": false, "throughput_adjustment_interval_seconds": 180, "load_adjustment_interval_seconds": 5}),
-        ("scaling_policy", "throughput_600_5") => json!({"enable_throughput_scaling": true, "enable_load_scaling": false, "throughput_adjustment_interval_seconds": 600, "load_adjustment_interval_seconds": 5}),
-        ("scaling_policy", "load_180_5") => json!({"enable_throughput_scaling": false, "enable_load_scaling": true, "throughput_adjustment_interval_seconds": 180, "load_adjustment_interval_seconds": 5}),
-        ("scaling_policy", "load_180_10") => json!({"enable_throughput_scaling": false, "enable_load_scaling": true, "throughput_adjustment_interval_seconds": 180, "load_adjustment_interval_seconds": 10}),
-        ("scaling_policy", "hybrid_180_5") => json!({"enable_throughput_scaling": true, "enable_load_scaling": true, "throughput_adjustment_interval_seconds": 180, "load_adjustment_interval_seconds": 5}),
-        ("scaling_policy", "hybrid_600_5") => json!({"enable_throughput_scaling": true, "enable_load_scaling": true, "throughput_adjustment_interval_seconds": 600, "load_adjustment_interval_seconds": 5}),
+        ("scaling_policy", "throughput_180_5") => {
+            json!({"enable_throughput_scaling": true, "enable_load_scaling": false, "throughput_adjustment_interval_seconds": 180, "load_adjustment_interval_seconds": 5})
+        }
+        ("scaling_policy", "throughput_600_5") => {
+            json!({"enable_throughput_scaling": true, "enable_load_scaling": false, "throughput_adjustment_interval_seconds": 600, "load_adjustment_interval_seconds": 5})
+        }
+        ("scaling_policy", "load_180_5") => {
+            json!({"enable_throughput_scaling": false, "enable_load_scaling": true, "throughput_adjustment_interval_seconds": 180, "load_adjustment_interval_seconds": 5})
+        }
+        ("scaling_policy", "load_180_10") => {
+            json!({"enable_throughput_scaling": false, "enable_load_scaling": true, "throughput_adjustment_interval_seconds": 180, "load_adjustment_interval_seconds": 10})
+        }
+        ("scaling_policy", "hybrid_180_5") => {
+            json!({"enable_throughput_scaling": true, "enable_load_scaling": true, "throughput_adjustment_interval_seconds": 180, "load_adjustment_interval_seconds": 5})
+        }
+        ("scaling_policy", "hybrid_600_5") => {
+            json!({"enable_throughput_scaling": true, "enable_load_scaling": true, "throughput_adjustment_interval_seconds": 600, "load_adjustment_interval_seconds": 5})
+        }
         ("fpm_sampling", "small") => json!({"max_num_fpm_samples": 32, "fpm_sample_bucket_size": 4}),
         ("fpm_sampling", "default") => json!({"max_num_fpm_samples": 64, "fpm_sample_bucket_size": 16}),
         ("fpm_sampling", "large") => json!({"max_num_fpm_samples": 128, "fpm_sample_bucket_size": 16}),
@@ -166,7 +178,9 @@ fn canonical(path: &str) -> String {
     parts
         .iter()
         .enumerate()
-        .map(|(i, p)| if i == 2 && parts[..2] == ["engine", "workers"] && ["aggregated", "prefill", "decode"].contains(p) { "*" } else { p })
+        .map(
+            |(i, p)| if i == 2 && parts[..2] == ["engine", "workers"] && ["aggregated", "prefill", "decode"].contains(p) { "*" } else { p },
+        )
         .collect::<Vec<_>>()
         .join(".")
 }
@@ -186,10 +200,20 @@ impl Space {
         if let Some(r) = base.get("router").cloned() {
             let policies: Vec<String> = match r.get("policy") {
                 None => {
-                    dims.push(Dim { path: "router.policy".into(), domain: Domain::Values(vec![str_node("round_robin"), str_node("kv_router")]), preset: false });
+                    dims.push(Dim {
+                        path: "router.policy".into(),
+                        domain: Domain::Values(vec![str_node("round_robin"), str_node("kv_router")]),
+                        preset: false,
+                    });
                     vec!["round_robin".into(), "kv_router".into()]
                 }
-                Some(p) if is_domain(p) => p.get("choices").and_then(|c| c.to_json().as_array().cloned()).unwrap_or_default().iter().filter_map(|v| v.as_str().map(String::from)).collect(),
+                Some(p) if is_domain(p) => p
+                    .get("choices")
+                    .and_then(|c| c.to_json().as_array().cloned())
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect(),
                 Some(p) => p.to_json().as_str().map(String::from).into_iter().collect(),
             };
             if policies.iter().any(|p| p == "kv_router") {
@@ -203,7 +227,11 @@ impl Space {
         }
         // A planner section without a policy searches with and without it.
         if base.get("planner").is_some() && base.at("planner.policy").is_none() {
-            dims.push(Dim { path: "planner.policy".into(), domain: Domain::Values(vec![str_node("disabled"), str_node("enabled")]), preset: false });
+            dims.push(Dim {
+                path: "planner.policy".into(),
+                domain: Domain::Values(vec![str_node("disabled"), str_node("enabled")]),
+                preset: false,
+            });
         }
         // Domains and presets are replaced by the picks; a placeholder keeps each field's
         // place in the file.
@@ -339,7 +367,9 @@ fn walk(n: &Node, path: &str, src: &str, dims: &mut Vec<Dim>) -> Result<(), SimE
             dims.push(parallelism_preset(v, &child, n, src)?);
             continue;
         }
-        if k == "preset" && ["planner.scaling_policy", "planner.fpm_sampling", "planner.load_sensitivity", "planner.load_predictor"].contains(&path) {
+        if k == "preset"
+            && ["planner.scaling_policy", "planner.fpm_sampling", "planner.load_sensitivity", "planner.load_predictor"].contains(&path)
+        {
             if let Some(d) = planner_presets(v, path, src)? {
                 dims.push(d);
             }
@@ -349,7 +379,12 @@ fn walk(n: &Node, path: &str, src: &str, dims: &mut Vec<Dim>) -> Result<(), SimE
             return Err(error_at(src, v.line, &child, "whole-router and whole-planner presets are not supported; give the fields"));
         }
         if v.to_json().as_str() == Some("auto") && child_canon == "engine.workers.*.parallelism" {
-            return Err(error_at(src, v.line, &child, "not simulated by servesim: `auto` (every feasible parallel layout) — give the sizes, a preset list or per-field domains"));
+            return Err(error_at(
+                src,
+                v.line,
+                &child,
+                "not simulated by servesim: `auto` (every feasible parallel layout) — give the sizes, a preset list or per-field domains",
+            ));
         }
         walk(v, &child, src, dims)?;
     }
@@ -366,7 +401,12 @@ fn domain(n: &Node, path: &str, src: &str, integer: bool) -> Result<Domain, SimE
         }
         for (i, a) in items.iter().enumerate() {
             if items[..i].contains(a) {
-                return Err(error_at(src, a.line, &format!("{path}.choices"), format!("must contain unique values ({} twice)", a.describe())));
+                return Err(error_at(
+                    src,
+                    a.line,
+                    &format!("{path}.choices"),
+                    format!("must contain unique values ({} twice)", a.describe()),
+                ));
             }
             if a.map().is_some() || matches!(a.value, Value::Seq(_)) {
                 return Err(error_at(src, a.line, &format!("{path}.choices"), "a choice is one value"));
@@ -424,7 +464,11 @@ fn domain(n: &Node, path: &str, src: &str, integer: bool) -> Result<Domain, SimE
     let values = (0..n)
         .map(|k| {
             let x = min + k as f64 * step;
-            Node::new(if integer || (min.fract() == 0.0 && step.fract() == 0.0) { Value::Int(x.round() as i64) } else { Value::Float((x * 1e9).round() / 1e9) })
+            Node::new(if integer || (min.fract() == 0.0 && step.fract() == 0.0) {
+                Value::Int(x.round() as i64)
+            } else {
+                Value::Float((x * 1e9).round() / 1e9)
+            })
         })
         .collect();
     Ok(Domain::Values(values))
@@ -433,7 +477,12 @@ fn domain(n: &Node, path: &str, src: &str, integer: bool) -> Result<Domain, SimE
 /// `parallelism: {preset: [{replicas, tensor, ...}, ...]}`: each mapping a whole parallelism.
 fn parallelism_preset(v: &Node, path: &str, parent: &Node, src: &str) -> Result<Dim, SimError> {
     let Value::Seq(items) = &v.value else {
-        return Err(error_at(src, v.line, path, "not simulated by servesim: named parallelism presets; list the mappings (`preset: [{replicas: 1, tensor: 2, ...}]`)"));
+        return Err(error_at(
+            src,
+            v.line,
+            path,
+            "not simulated by servesim: named parallelism presets; list the mappings (`preset: [{replicas: 1, tensor: 2, ...}]`)",
+        ));
     };
     if items.is_empty() {
         return Err(error_at(src, v.line, path, "must be a nonempty list of mappings"));
@@ -453,7 +502,12 @@ fn parallelism_preset(v: &Node, path: &str, parent: &Node, src: &str) -> Result<
                     continue;
                 }
                 if is_domain(x) {
-                    return Err(error_at(src, x.line, &format!("{object}.{k}"), "a preset covers it: give a concrete value or drop the preset"));
+                    return Err(error_at(
+                        src,
+                        x.line,
+                        &format!("{object}.{k}"),
+                        "a preset covers it: give a concrete value or drop the preset",
+                    ));
                 }
                 whole.set(k, x.clone());
             }
@@ -488,7 +542,9 @@ fn planner_presets(v: &Node, group_path: &str, src: &str) -> Result<Option<Dim>,
                 } else {
                     name
                 };
-                Node::from_json(&planner_preset(group, name).ok_or_else(|| error_at(src, e.line, &path, format!("unknown {group} preset `{name}`")))?)
+                Node::from_json(
+                    &planner_preset(group, name).ok_or_else(|| error_at(src, e.line, &path, format!("unknown {group} preset `{name}`")))?,
+                )
             }
             Value::Map(_) => e.clone(),
             _ => return Err(error_at(src, e.line, &path, "an entry is a preset name or a mapping")),
@@ -513,12 +569,17 @@ mod tests {
         let s = space("engine:\n  workers:\n    aggregated:\n      scheduler:\n        max_batched_tokens: {choices: [512, 2048]}\n        max_sequences: {range: {min: 64, max: 256, step: 64}}\n").unwrap();
         assert_eq!(s.size(), Some(8));
         let (doc, set) = s.materialize(&s.point(7));
-        assert_eq!(doc.at("engine.workers.aggregated.scheduler").unwrap().to_json(), json!({"max_batched_tokens": 2048, "max_sequences": 256}));
+        assert_eq!(
+            doc.at("engine.workers.aggregated.scheduler").unwrap().to_json(),
+            json!({"max_batched_tokens": 2048, "max_sequences": 256})
+        );
         assert_eq!(set[1], ("engine.workers.aggregated.scheduler.max_sequences".into(), json!(256)));
         // A linear range of floats with a step; an integer range steps by one without one.
         let s = space("traffic:\n  load: {requests_per_second: {range: {min: 0.5, max: 1.5, step: 0.5}}}\nengine: {workers: {aggregated: {parallelism: {replicas: {range: {min: 1, max: 4}}}}}}\n").unwrap();
         assert_eq!(s.size(), Some(12));
-        assert!(matches!(&s.dims[0].domain, Domain::Values(v) if v.iter().map(Node::to_json).collect::<Vec<_>>() == vec![json!(0.5), json!(1.0), json!(1.5)]));
+        assert!(
+            matches!(&s.dims[0].domain, Domain::Values(v) if v.iter().map(Node::to_json).collect::<Vec<_>>() == vec![json!(0.5), json!(1.0), json!(1.5)])
+        );
     }
 
     #[test]
@@ -527,7 +588,8 @@ mod tests {
         assert_eq!(s.size(), None);
         assert!(matches!(s.dims[1].domain, Domain::Range { log: true, integer: false, .. }));
         assert_eq!(s.value(1, Pick::Real(4.123456789012)).to_json(), json!(4.123456789));
-        let s = space("engine: {workers: {aggregated: {scheduler: {max_batched_tokens: {range: {min: 256, max: 8192, scale: log}}}}}}\n").unwrap();
+        let s = space("engine: {workers: {aggregated: {scheduler: {max_batched_tokens: {range: {min: 256, max: 8192, scale: log}}}}}}\n")
+            .unwrap();
         assert_eq!(s.value(0, Pick::Real(1000.4)).to_json(), json!(1000));
     }
 

@@ -6,10 +6,10 @@
 
 use super::fields::{Obj, error_at};
 use super::yaml::Node;
+use crate::SimError;
 use crate::build::Files;
 use crate::report::Slo;
 use crate::scenario::Scenario;
-use crate::{SimError, sweep::set_path};
 use serde_json::{Map, Value, json};
 use servesim_engine::perf::roofline::{GpuRef, ModelRef, ModelSpec, Roofline, RooflineArgs, model_preset};
 
@@ -36,6 +36,15 @@ pub const SECTIONS: &[&str] = &["traffic", "engine", "router", "planner", "evalu
 /// Maps a concrete predict document; `src` names it in errors; `files` reads what it names
 /// (a model directory's `config.json`; traces are read when the scenario is built).
 pub fn map(doc: &Node, src: &str, files: &mut dyn Files) -> Result<Mapped, SimError> {
+    let (scenario_json, objective, gpus, derived) = scenario_json(doc, src, files)?;
+    let scenario = Scenario::from_json_str(&scenario_json.to_string())
+        .map_err(|e| SimError::new(format!("{src}: the scenario this file maps to is not valid: {e}")))?;
+    Ok(Mapped { scenario, scenario_json, objective, gpus, derived })
+}
+
+/// The scenario a concrete predict document maps to, as JSON, before the scenario's own
+/// validation; with the objective, the GPU count and what was derived.
+pub fn scenario_json(doc: &Node, src: &str, files: &mut dyn Files) -> Result<(Value, Option<Slo>, u32, Map<String, Value>), SimError> {
     let mut top = Obj::new(src, "", Some(doc))?;
     for section in ["optimization", "optimizer"] {
         if top.has(section) {
@@ -90,10 +99,8 @@ pub fn map(doc: &Node, src: &str, files: &mut dyn Files) -> Result<Mapped, SimEr
     if slo.is_set() {
         s["slo"] = serde_json::to_value(slo).map_err(|e| SimError::new(e.to_string()))?;
     }
-    let scenario = Scenario::from_json_str(&s.to_string())
-        .map_err(|e| SimError::new(format!("{src}: the scenario this file maps to is not valid: {e}")))?;
     let gpus = engine.roles.iter().map(|r| r.replicas * r.tp * r.pp * r.dp).sum();
-    Ok(Mapped { scenario, scenario_json: s, objective, gpus, derived })
+    Ok((s, objective, gpus, derived))
 }
 
 /// One worker role (aggregated, prefill or decode) as engine arguments and a pool.
@@ -172,7 +179,10 @@ fn engine(e: &mut Obj, files: &mut dyn Files, derived: &mut Map<String, Value>) 
         return Err(e.fail_here("engine is required"));
     }
     let mode = e.choice("mode", &["aggregated", "disaggregated"])?.unwrap_or("aggregated");
-    let model_name = e.str("model")?.filter(|m| !m.is_empty()).ok_or_else(|| e.fail("model", "is required (a model name or a directory with config.json)"))?;
+    let model_name = e
+        .str("model")?
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| e.fail("model", "is required (a model name or a directory with config.json)"))?;
     let hardware = e.str("hardware")?.filter(|h| !h.is_empty()).ok_or_else(|| e.fail("hardware", "is required (e.g. h200_sxm)"))?;
     if hardware == "auto" {
         return Err(e.refuse("hardware", "`auto` (a search over hardware inventories) is not supported; name one system"));
@@ -194,7 +204,8 @@ fn engine(e: &mut Obj, files: &mut dyn Files, derived: &mut Map<String, Value>) 
     let chunked = e.bool("enable_chunked_prefill")?;
     let config = files.read(&format!("{model_name}/config.json")).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok());
     let model = Model { name: model_name.to_string(), config };
-    let max_model_len = context_length.or_else(|| model.config.as_ref().and_then(|c| c.get("max_position_embeddings")).and_then(Value::as_u64));
+    let max_model_len =
+        context_length.or_else(|| model.config.as_ref().and_then(|c| c.get("max_position_embeddings")).and_then(Value::as_u64));
 
     let mut workers = e.obj("workers")?;
     let mut transfer = e.obj("kv_transfer")?;
@@ -231,11 +242,23 @@ fn engine(e: &mut Obj, files: &mut dyn Files, derived: &mut Map<String, Value>) 
             let kv_dtype = r.engine["__kv_dtype"].as_str().unwrap_or("auto").to_string();
             let path = format!("engine.workers.{}.kv_cache.capacity", r.name);
             let roofline = memory_model(&model, hardware, r.tp * r.pp, fraction, &kv_dtype).map_err(|why| {
-                error_at(e.src(), 0, &path, format!("type `default` sizes the KV pool from the model and the GPU, and {why}; set `capacity: {{type: fixed, blocks: N}}`"))
+                error_at(
+                    e.src(),
+                    0,
+                    &path,
+                    format!(
+                        "type `default` sizes the KV pool from the model and the GPU, and {why}; set `capacity: {{type: fixed, blocks: N}}`"
+                    ),
+                )
             })?;
             let blocks = roofline.num_gpu_blocks(r.block_size);
             if blocks == 0 {
-                return Err(error_at(e.src(), 0, &path, format!("the model's weights leave no room for a KV cache on {} × {hardware}", r.tp * r.pp)));
+                return Err(error_at(
+                    e.src(),
+                    0,
+                    &path,
+                    format!("the model's weights leave no room for a KV cache on {} × {hardware}", r.tp * r.pp),
+                ));
             }
             r.num_gpu_blocks = Some(blocks as u64);
             r.engine["num_gpu_blocks"] = blocks.into();
@@ -267,7 +290,10 @@ fn engine(e: &mut Obj, files: &mut dyn Files, derived: &mut Map<String, Value>) 
             (None, Some(_)) => {
                 let p = &roles[0];
                 let kv = memory_model(&model, hardware, p.tp * p.pp, 0.9, "auto").map(|r| r.kv_bytes_per_token()).map_err(|why| {
-                    transfer.fail("bytes_per_token", format!("`auto` derives the KV footprint from the model, and {why}; give the bytes per token"))
+                    transfer.fail(
+                        "bytes_per_token",
+                        format!("`auto` derives the KV footprint from the model, and {why}; give the bytes per token"),
+                    )
                 })?;
                 derived.insert("kv_transfer.bytes_per_token".into(), kv.into());
                 Some(kv)
@@ -297,7 +323,8 @@ fn memory_model(model: &Model, hardware: &str, gpus: u32, fraction: f64, kv_dtyp
     let spec = model.spec().ok_or_else(|| {
         format!("servesim knows no shape for `{}` (give a directory with its config.json, or a model it has a preset for)", model.name)
     })?;
-    let gpu = gpu_of(hardware).ok_or_else(|| format!("servesim has no memory figure for hardware `{hardware}` (it knows a100, l40s, h100, h200, b200)"))?;
+    let gpu = gpu_of(hardware)
+        .ok_or_else(|| format!("servesim has no memory figure for hardware `{hardware}` (it knows a100, l40s, h100, h200, b200)"))?;
     let args = RooflineArgs {
         model: ModelRef::Custom(spec),
         gpu: GpuRef::Preset(gpu.into()),
@@ -396,7 +423,10 @@ fn role(
         }
         other => {
             if prefill_ms.is_some() || decode_ms.is_some() {
-                return Err(t.fail(if prefill_ms.is_some() { "prefill_ms" } else { "decode_ms" }, format!("{other} timing rejects fixed timing values")));
+                return Err(t.fail(
+                    if prefill_ms.is_some() { "prefill_ms" } else { "decode_ms" },
+                    format!("{other} timing rejects fixed timing values"),
+                ));
             }
             if other == "polynomial" {
                 json!({"type": "polynomial"})
@@ -466,7 +496,13 @@ struct Traffic {
     trace_format: Option<String>,
 }
 
-fn traffic(node: Option<&Node>, src: &str, engine: &Engine, derived: &mut Map<String, Value>, files: &mut dyn Files) -> Result<Traffic, SimError> {
+fn traffic(
+    node: Option<&Node>,
+    src: &str,
+    engine: &Engine,
+    derived: &mut Map<String, Value>,
+    files: &mut dyn Files,
+) -> Result<Traffic, SimError> {
     let Some(node) = node else {
         // The reference's default traffic: 100 synthetic requests of 1,024 / 128 tokens, 10 at a time.
         let w = json!({"type": "synthetic", "num_requests": 100, "concurrency": 10, "input_tokens": {"mean": 1024, "stddev": 0},
@@ -541,7 +577,9 @@ fn traffic(node: Option<&Node>, src: &str, engine: &Engine, derived: &mut Map<St
         source.allow(&["range_ratio", "input_tokens", "output_tokens"]);
         source.finish()?;
         if matches!(format, "agentic_mooncake" | "weka") {
-            return Err(source.refuse("format", format!("`{format}` traces need an agentic execution model (request graphs, plays and lanes)")));
+            return Err(
+                source.refuse("format", format!("`{format}` traces need an agentic execution model (request graphs, plays and lanes)"))
+            );
         }
         if format != "dynamo" && paths.len() != 1 {
             return Err(source.fail("paths", format!("trace format '{format}' requires exactly one path")));
@@ -636,7 +674,10 @@ fn traffic(node: Option<&Node>, src: &str, engine: &Engine, derived: &mut Map<St
         return Err(load.fail(unit, format!("{load_type} synthetic traffic requires {unit}")));
     }
     if wrong.is_some() {
-        return Err(load.fail(if session_source { "requests_per_second" } else { "sessions_per_second" }, "traffic load rate unit does not match source type"));
+        return Err(load.fail(
+            if session_source { "requests_per_second" } else { "sessions_per_second" },
+            "traffic load rate unit does not match source type",
+        ));
     }
     if !has_stop {
         return Err(t.fail("stop", "synthetic traffic requires a stop condition"));
@@ -647,7 +688,11 @@ fn traffic(node: Option<&Node>, src: &str, engine: &Engine, derived: &mut Map<St
     let (fixed, relative) = if session_source { (sessions, sessions_per_unit) } else { (requests, requests_per_unit) };
     let wrong_unit = if session_source { counts[0] || counts[1] } else { counts[2] || counts[3] };
     if (fixed.is_none() && relative.is_none()) || wrong_unit {
-        return Err(stop.fail_here(if session_source { "synthetic session traffic requires a session stop" } else { "synthetic request traffic requires a request stop" }));
+        return Err(stop.fail_here(if session_source {
+            "synthetic session traffic requires a session stop"
+        } else {
+            "synthetic request traffic requires a request stop"
+        }));
     }
     if counts.iter().filter(|c| **c).count() != 1 {
         return Err(stop.fail_here("traffic.stop requires exactly one count condition"));
@@ -662,7 +707,12 @@ fn traffic(node: Option<&Node>, src: &str, engine: &Engine, derived: &mut Map<St
             let capacity = r.num_gpu_blocks.unwrap_or(0) * r.block_size as u64 * r.dp.max(1) as u64 * r.replicas.max(1) as u64;
             let expected = isl + osl / 2;
             if capacity < expected {
-                return Err(error_at(src, 0, "traffic.load.fraction", format!("{} KV capacity {capacity} tokens cannot hold one request averaging {expected} tokens", r.name)));
+                return Err(error_at(
+                    src,
+                    0,
+                    "traffic.load.fraction",
+                    format!("{} KV capacity {capacity} tokens cannot hold one request averaging {expected} tokens", r.name),
+                ));
             }
             let c = ((f * (capacity / expected) as f64) as u64).max(1);
             derived.insert("traffic.load.concurrency".into(), c.into());
@@ -686,6 +736,9 @@ fn traffic(node: Option<&Node>, src: &str, engine: &Engine, derived: &mut Map<St
         w["shared_prefix_ratio"] = ratio.into();
         w["num_prefix_groups"] = groups.into();
         w["think_time_ms"] = delay.into();
+        // Dynamo 1.6.1's synthetic sessions: each turn a prompt of its own (measured: 9
+        // turns of 16 tokens are 144 input tokens), after the session's shared prefix.
+        w["history"] = false.into();
     }
     if let Some(r) = range_ratio {
         w["range_ratio"] = r.into();
@@ -755,11 +808,9 @@ fn router(r: &mut Obj) -> Result<Router, SimError> {
         return Ok(Router { mode: "round_robin", config: None });
     }
     if load_model != "none" {
-        return Err(error_at(
-            r.src(),
-            0,
-            "router.prefill_load_model.type",
-            format!("not simulated by servesim: `{load_model}` (a prefill-load estimate from the measured kernels) is not in its KV router; use none"),
+        return Err(model.refuse(
+            "type",
+            format!("`{load_model}` (a prefill-load estimate from the measured kernels) is not in its KV router; use none"),
         ));
     }
     let [credit, scale, temperature] = values;
@@ -888,14 +939,17 @@ fn evaluation(e: &mut Obj) -> Result<(Slo, Option<Slo>), SimError> {
     let mut slo = objective.unwrap_or_default();
     for (name, ours, theirs) in [("ttft_ms", &mut slo.ttft_ms, ttft), ("itl_ms", &mut slo.itl_ms, itl), ("e2e_ms", &mut slo.e2e_ms, e2e)] {
         match (&ours, theirs) {
-            (Some(_), Some(_)) => return Err(e.fail("slo", format!("{name} is set in both evaluation.sla and evaluation.slo; set it once"))),
+            (Some(_), Some(_)) => {
+                return Err(e.fail("slo", format!("{name} is set in both evaluation.sla and evaluation.slo; set it once")));
+            }
             (None, Some(x)) => *ours = Some(x),
             _ => {}
         }
     }
     slo.validate("evaluation.").map_err(|m| e.fail_here(m))?;
     // The objective's own goodput share counts requests against the thresholds of both.
-    let objective = objective.map(|o| if o.min_goodput_ratio.is_some() { Slo { ttft_ms: slo.ttft_ms, itl_ms: slo.itl_ms, e2e_ms: slo.e2e_ms, ..o } } else { o });
+    let objective = objective
+        .map(|o| if o.min_goodput_ratio.is_some() { Slo { ttft_ms: slo.ttft_ms, itl_ms: slo.itl_ms, e2e_ms: slo.e2e_ms, ..o } } else { o });
     Ok((slo, objective))
 }
 
@@ -906,9 +960,12 @@ pub fn apply_overrides(doc: &mut Node, sets: &[String]) -> Result<(), SimError> 
         let (path, value) = s.split_once('=').ok_or_else(|| SimError::new(format!("--set {s}: expected PATH=VALUE")))?;
         let path = path.trim();
         if path.is_empty() || path.split('.').any(|p| p.is_empty() || p.chars().all(|c| c.is_ascii_digit())) {
-            return Err(SimError::new(format!("--set {s}: `{path}` is not a dotted path to a field (list items cannot be set one by one)")));
+            return Err(SimError::new(format!(
+                "--set {s}: `{path}` is not a dotted path to a field (list items cannot be set one by one)"
+            )));
         }
-        let mut v = super::yaml::parse(value).map_err(|e| SimError::new(format!("--set {s}: {}", e.split_once(": ").map_or(e.as_str(), |x| x.1))))?;
+        let mut v = super::yaml::parse(value)
+            .map_err(|e| SimError::new(format!("--set {s}: {}", e.split_once(": ").map_or(e.as_str(), |x| x.1))))?;
         clear_lines(&mut v);
         doc.set(path, v);
     }
@@ -935,10 +992,41 @@ pub fn from_scenario(s: &Scenario, model: &str, hardware: &str) -> Result<Value,
     let cannot = |field: &str, why: &str| Err(SimError::new(format!("{field}: {why}; DynoSim's configuration cannot say it")));
     let worker = |l: &servesim_engine::LaunchConfig, replicas: u32, path: &str| -> Result<Value, SimError> {
         let e = &l.engine;
+        // Every engine argument the schema has no field for must be at its default.
+        let covered = [
+            "backend",
+            "block_size",
+            "num_gpu_blocks",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+            "enable_prefix_caching",
+            "enable_chunked_prefill",
+            "max_model_len",
+            "timing_model",
+            "worker_type",
+            "kv_bytes_per_token",
+            "kv_transfer_bandwidth",
+            "kv_transfer_timing_mode",
+        ];
+        let actual = serde_json::to_value(e).map_err(|x| SimError::new(x.to_string()))?;
+        let mut rebuilt = serde_json::to_value(servesim_engine::EngineArgs::default()).map_err(|x| SimError::new(x.to_string()))?;
+        for k in covered {
+            rebuilt[k] = actual[k].clone();
+        }
+        if let Some(k) = actual.as_object().and_then(|a| a.keys().find(|k| a[*k] != rebuilt[k.as_str()])) {
+            return cannot(&format!("{path}.{k}"), "this engine argument has no field in it");
+        }
         let timing = match &e.timing_model {
-            servesim_engine::args::TimingModel::Fixed { prefill_ms, decode_ms } => json!({"type": "fixed", "prefill_ms": prefill_ms, "decode_ms": decode_ms}),
+            servesim_engine::args::TimingModel::Fixed { prefill_ms, decode_ms } => {
+                json!({"type": "fixed", "prefill_ms": prefill_ms, "decode_ms": decode_ms})
+            }
             servesim_engine::args::TimingModel::Polynomial => json!({"type": "polynomial"}),
-            _ => return cannot(&format!("{path}.timing_model"), "only fixed and polynomial timing carry over (the measured timing is the file's default)"),
+            _ => {
+                return cannot(
+                    &format!("{path}.timing_model"),
+                    "only fixed and polynomial timing carry over (the measured timing is the file's default)",
+                );
+            }
         };
         if e.speedup_ratio != 1.0 || e.decode_speedup_ratio != 1.0 {
             return cannot(&format!("{path}.speedup_ratio"), "speed-up ratios are not in its schema");
@@ -985,6 +1073,12 @@ pub fn from_scenario(s: &Scenario, model: &str, hardware: &str) -> Result<Value,
                 return cannot("workload.images", "it has no multimodal requests");
             }
             let sessions = w.turns_per_session > 1;
+            if sessions && w.history {
+                return cannot(
+                    "workload.history",
+                    "servesim's later turns carry the conversation; DynoSim's synthetic turns do not (set history: false)",
+                );
+            }
             let mut source = if sessions {
                 json!({"type": "synthetic-session", "new_input_tokens_per_turn": w.input_tokens.mean, "output_tokens_per_turn": w.output_tokens.mean,
                        "session": {"turns": w.turns_per_session, "shared_prefix_ratio": w.shared_prefix_ratio, "prefix_groups": w.num_prefix_groups, "inter_turn_delay_ms": w.think_time_ms}})
@@ -1009,19 +1103,38 @@ pub fn from_scenario(s: &Scenario, model: &str, hardware: &str) -> Result<Value,
             json!({"source": source, "load": load, "stop": stop})
         }
         WorkloadSpec::Trace { path, format, trace_block_size, arrival_speedup_ratio, concurrency } => {
-            let path = path.clone().ok_or_else(|| SimError::new("workload.path: an uploaded trace has no path to write; DynoSim's configuration names its trace file"))?;
+            let path = path.clone().ok_or_else(|| {
+                SimError::new("workload.path: an uploaded trace has no path to write; DynoSim's configuration names its trace file")
+            })?;
             let format = serde_json::to_value(format).map_err(|e| SimError::new(e.to_string()))?;
             let load = match concurrency {
                 Some(c) => json!({"type": "concurrency", "concurrency": c}),
                 None => json!({"type": "trace_timestamps", "speedup": arrival_speedup_ratio}),
             };
-            let mut t = json!({"source": {"type": "trace", "paths": [path], "format": format, "block_size": trace_block_size}, "load": load});
+            let mut t =
+                json!({"source": {"type": "trace", "paths": [path], "format": format, "block_size": trace_block_size}, "load": load});
             if let Some(ms) = s.max_sim_time_ms {
                 t["stop"] = json!({"max_virtual_time_seconds": ms / 1000.0});
             }
             t
         }
     };
+    if s.seed != 42 {
+        return cannot("seed", "its harness seed is fixed");
+    }
+    if s.cluster.kv_event_lag_ms.is_some_and(|l| l > 0.0) {
+        return cannot("cluster.kv_event_lag_ms", "it has no KV event lag");
+    }
+    let r = &cfg.router_config;
+    let knobs_only = crate::cluster::RouterConfig {
+        overlap_score_credit: r.overlap_score_credit,
+        prefill_load_scale: r.prefill_load_scale,
+        router_temperature: r.router_temperature,
+        ..Default::default()
+    };
+    if *r != knobs_only {
+        return cannot("cluster.router_config", "its router has overlap_score_credit, prefill_load_scale and temperature only");
+    }
     let mut out = json!({"traffic": traffic, "engine": engine});
     if cfg.router_mode == crate::cluster::RouterMode::KvRouter {
         let r = &cfg.router_config;
@@ -1061,6 +1174,5 @@ pub fn from_scenario(s: &Scenario, model: &str, hardware: &str) -> Result<Value,
         }
         out["evaluation"] = eval;
     }
-    let _ = set_path;
     Ok(out)
 }

@@ -15,9 +15,9 @@ pub mod yaml;
 pub use mapping::{Mapped, apply_overrides, from_scenario};
 pub use search::{Candidate, Outcome, Recommend, Search, Target};
 
+use crate::SimError;
 use crate::build::{BuildOptions, Files, Input, build};
 use crate::report::Slo;
-use crate::SimError;
 use yaml::Node;
 
 /// Parses a configuration file's text; `src` names it in errors (`FILE:LINE: field: ...`).
@@ -79,3 +79,34 @@ pub fn run_candidate(
     Ok(Outcome::Ran { summary, gpus: m.gpus, missed })
 }
 
+/// Files named relative to any of several directories, tried in order (a DynoSim file names
+/// its model and traces relative to the file or to the directory it is run from).
+pub struct PathFiles {
+    pub bases: Vec<std::path::PathBuf>,
+}
+
+impl PathFiles {
+    /// Beside `file`, then the current directory.
+    pub fn beside(file: &std::path::Path) -> PathFiles {
+        let dir = file.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        PathFiles { bases: vec![dir, std::path::PathBuf::from(".")] }
+    }
+
+    fn find(&self, name: &str) -> std::path::PathBuf {
+        let candidates = self.bases.iter().map(|b| b.join(name));
+        candidates.clone().find(|p| p.exists()).unwrap_or_else(|| self.bases[0].join(name))
+    }
+}
+
+impl Files for PathFiles {
+    fn read(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
+        let path = self.find(name);
+        std::fs::read(&path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))
+    }
+
+    fn trace(&mut self, name: &str, opts: crate::workload::mooncake::TraceOptions) -> Result<crate::Workload, SimError> {
+        let path = self.find(name);
+        let file = std::fs::File::open(&path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
+        crate::workload::formats::read_reader(std::io::BufReader::new(file), opts, &path.display().to_string())
+    }
+}

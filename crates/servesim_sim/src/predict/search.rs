@@ -120,7 +120,12 @@ impl Recommend {
         top.allow(super::mapping::SECTIONS);
         top.finish()?;
         if matches!(target, Target::Goodput | Target::GoodputPerGpu) && doc.at("evaluation.sla").is_none() {
-            return Err(error_at(src, 0, "optimization.target", format!("`{}` needs evaluation.sla (the per-request thresholds a good request meets)", target.name())));
+            return Err(error_at(
+                src,
+                0,
+                "optimization.target",
+                format!("`{}` needs evaluation.sla (the per-request thresholds a good request meets)", target.name()),
+            ));
         }
         if max_trials > 100_000 {
             return Err(error_at(src, 0, "optimizer.max_trials", "at most 100000"));
@@ -133,7 +138,11 @@ impl Recommend {
             base.set("planner.target", Node::new(super::yaml::Value::Str(target.planner_target().into())));
         }
         let space = Space::new(base, src)?;
-        Ok(Recommend { settings: Settings { target, min_gpus, max_gpus, random, max_trials, parallelism, candidate_timeout_s, seed }, space, src: src.into() })
+        Ok(Recommend {
+            settings: Settings { target, min_gpus, max_gpus, random, max_trials, parallelism, candidate_timeout_s, seed },
+            space,
+            src: src.into(),
+        })
     }
 
     /// Whether the search is every point of the space.
@@ -253,6 +262,8 @@ pub struct Search {
     queue: std::collections::VecDeque<Vec<Pick>>,
     startup: usize,
     seen: std::collections::BTreeSet<String>,
+    /// No new candidate can be found.
+    exhausted: bool,
 }
 
 impl Search {
@@ -285,12 +296,12 @@ impl Search {
                 }
             }
         }
-        Search { rec, rng, trials: Vec::new(), proposed: Vec::new(), queue, startup, seen: Default::default() }
+        Search { rec, rng, trials: Vec::new(), proposed: Vec::new(), queue, startup, seen: Default::default(), exhausted: false }
     }
 
     /// Whether every candidate was proposed and told.
     pub fn is_done(&self) -> bool {
-        self.proposed.len() >= self.budget() && self.trials.iter().all(Option::is_some)
+        (self.exhausted || self.proposed.len() >= self.budget()) && self.trials.iter().all(Option::is_some)
     }
 
     fn budget(&self) -> usize {
@@ -304,13 +315,21 @@ impl Search {
     /// its random start to come back). Duplicates of earlier candidates are not proposed.
     pub fn next_batch(&mut self, n: usize) -> Vec<Candidate> {
         let mut out = Vec::new();
-        let mut attempts = 0;
-        while out.len() < n && self.proposed.len() < self.budget() && attempts < 50 * n.max(1) {
-            attempts += 1;
+        let mut duplicates = 0;
+        let exhaustive = self.rec.is_exhaustive();
+        while out.len() < n && self.proposed.len() < self.budget() && !self.exhausted {
             let picks = if let Some(p) = self.queue.pop_front() {
                 p
-            } else if self.proposed.len() < self.startup {
+            } else if exhaustive {
+                // Every point was proposed (some were the same configuration as another).
+                self.exhausted = true;
                 break;
+            } else if self.proposed.len() < self.startup {
+                // A random point stood in for one that duplicated an earlier candidate.
+                match self.rec.space.size() {
+                    Some(size) => self.rec.space.point(self.rng.random_range(0..size)),
+                    None => random_point(&self.rec.space, &mut self.rng),
+                }
             } else {
                 // The model needs the random start's results first.
                 let told = self.trials.iter().flatten().count();
@@ -322,14 +341,15 @@ impl Search {
             let (doc, set) = self.rec.space.materialize(&picks);
             let key = doc.to_json().to_string();
             if !self.seen.insert(key) {
-                if self.rec.space.size().is_some() && self.queue.is_empty() && self.proposed.len() >= self.startup {
-                    // A finite space whose model keeps proposing what was run: stop short.
-                    if attempts > 20 * n.max(1) {
-                        break;
-                    }
+                // Many proposals in a row that were all run already: the space (as its
+                // candidates differ) is used up.
+                duplicates += 1;
+                if duplicates > 200 {
+                    self.exhausted = true;
                 }
                 continue;
             }
+            duplicates = 0;
             let c = Candidate { id: self.proposed.len(), picks, doc, set };
             self.proposed.push(c.clone());
             self.trials.push(None);
@@ -340,12 +360,8 @@ impl Search {
 
     /// A model-based proposal from the results so far.
     fn propose(&mut self) -> Vec<Pick> {
-        let observed: Vec<(&[Pick], f64)> = self
-            .trials
-            .iter()
-            .flatten()
-            .map(|t| (t.candidate.picks.as_slice(), t.score.unwrap_or(f64::NEG_INFINITY)))
-            .collect();
+        let observed: Vec<(&[Pick], f64)> =
+            self.trials.iter().flatten().map(|t| (t.candidate.picks.as_slice(), t.score.unwrap_or(f64::NEG_INFINITY))).collect();
         let tpe = Tpe::new(&self.rec.space, &observed);
         tpe.propose(&self.rec.space, &mut self.rng)
     }
@@ -355,12 +371,18 @@ impl Search {
     pub fn precheck(&self, gpus: u32) -> Option<Outcome> {
         let s = &self.rec.settings;
         if gpus > s.max_gpus {
-            return Some(Outcome::Infeasible { gpus: Some(gpus), reason: format!("{gpus} GPUs is above optimization.constraints.max_candidate_gpus {}", s.max_gpus) });
+            return Some(Outcome::Infeasible {
+                gpus: Some(gpus),
+                reason: format!("{gpus} GPUs is above optimization.constraints.max_candidate_gpus {}", s.max_gpus),
+            });
         }
         if let Some(min) = s.min_gpus
             && gpus < min
         {
-            return Some(Outcome::Infeasible { gpus: Some(gpus), reason: format!("{gpus} GPUs is below optimization.constraints.min_candidate_gpus {min}") });
+            return Some(Outcome::Infeasible {
+                gpus: Some(gpus),
+                reason: format!("{gpus} GPUs is below optimization.constraints.min_candidate_gpus {min}"),
+            });
         }
         if s.target == Target::Gpus
             && let Some(best) = self.trials.iter().flatten().filter(|t| t.feasible()).filter_map(Trial::gpus).min()
@@ -416,13 +438,15 @@ impl Search {
 
     /// The ledger as JSON: every candidate, infeasible ones with the reason.
     pub fn ledger(&self) -> Value {
-        let rank: std::collections::BTreeMap<usize, usize> = self.ranking().iter().enumerate().map(|(r, t)| (t.candidate.id, r + 1)).collect();
+        let rank: std::collections::BTreeMap<usize, usize> =
+            self.ranking().iter().enumerate().map(|(r, t)| (t.candidate.id, r + 1)).collect();
         let candidates: Vec<Value> = self
             .trials
             .iter()
             .flatten()
             .map(|t| {
-                let mut e = json!({"id": t.candidate.id, "status": t.status(), "set": t.candidate.set.iter().cloned().collect::<Map<_, _>>()});
+                let mut e =
+                    json!({"id": t.candidate.id, "status": t.status(), "set": t.candidate.set.iter().cloned().collect::<Map<_, _>>()});
                 if let Some(r) = rank.get(&t.candidate.id) {
                     e["rank"] = (*r).into();
                 }
@@ -457,8 +481,19 @@ impl Search {
     pub fn ledger_csv(&self) -> String {
         let ledger = self.ledger();
         let rows = ledger["candidates"].as_array().cloned().unwrap_or_default();
-        let fields: Vec<String> = self.rec.space.dims.iter().map(|d| if d.preset { format!("{}.preset", d.path) } else { d.path.clone() }).collect();
-        let metric_keys = ["throughput", "throughput_per_gpu", "throughput_per_user", "goodput", "goodput_per_gpu", "ttft", "e2e_latency", "p99_ttft_ms", "p99_itl_ms"];
+        let fields: Vec<String> =
+            self.rec.space.dims.iter().map(|d| if d.preset { format!("{}.preset", d.path) } else { d.path.clone() }).collect();
+        let metric_keys = [
+            "throughput",
+            "throughput_per_gpu",
+            "throughput_per_user",
+            "goodput",
+            "goodput_per_gpu",
+            "ttft",
+            "e2e_latency",
+            "p99_ttft_ms",
+            "p99_itl_ms",
+        ];
         let mut out = String::from("id,status,rank,gpus,score");
         for f in fields.iter().map(String::as_str).chain(metric_keys) {
             out.push(',');
@@ -493,7 +528,9 @@ pub fn random_point(space: &Space, rng: &mut ChaCha8Rng) -> Vec<Pick> {
         .iter()
         .map(|d| match &d.domain {
             Domain::Values(v) => Pick::Index(rng.random_range(0..v.len())),
-            Domain::Range { min, max, log: true, .. } => Pick::Real(libm::exp(libm::log(*min) + rng.random::<f64>() * (libm::log(*max) - libm::log(*min)))),
+            Domain::Range { min, max, log: true, .. } => {
+                Pick::Real(libm::exp(libm::log(*min) + rng.random::<f64>() * (libm::log(*max) - libm::log(*min))))
+            }
             Domain::Range { min, max, .. } => Pick::Real(min + rng.random::<f64>() * (max - min)),
         })
         .collect()
@@ -549,7 +586,9 @@ pub fn hopeless(objective: &Slo, records: &[crate::report::RequestRecord], n: us
             })
             .count();
         if bad as f64 > (1.0 - ratio) * n as f64 + 1e-9 {
-            return Some(format!("stopped early: {bad} of {n} requests already miss the per-request SLO, so fewer than {ratio} can be good"));
+            return Some(format!(
+                "stopped early: {bad} of {n} requests already miss the per-request SLO, so fewer than {ratio} can be good"
+            ));
         }
     }
     None

@@ -76,11 +76,21 @@ impl Tpe {
                 let sigma = if ordinal(d) { (m / 10.0).max(0.5) } else { 0.0 };
                 let mass: f64 = obs
                     .iter()
-                    .map(|&o| if sigma > 0.0 { libm::exp(-(o - x) * (o - x) / (2.0 * sigma * sigma)) } else if o == x { 1.0 } else { 0.0 })
+                    .map(|&o| {
+                        if sigma > 0.0 {
+                            libm::exp(-(o - x) * (o - x) / (2.0 * sigma * sigma))
+                        } else if o == x {
+                            1.0
+                        } else {
+                            0.0
+                        }
+                    })
                     .sum();
                 let norm: f64 = if sigma > 0.0 {
                     // Each observation's kernel summed over the indices, so a density sums to 1.
-                    obs.iter().map(|&o| (0..v.len()).map(|j| libm::exp(-(o - j as f64) * (o - j as f64) / (2.0 * sigma * sigma))).sum::<f64>()).sum()
+                    obs.iter()
+                        .map(|&o| (0..v.len()).map(|j| libm::exp(-(o - j as f64) * (o - j as f64) / (2.0 * sigma * sigma))).sum::<f64>())
+                        .sum()
                 } else {
                     n
                 };

@@ -304,8 +304,7 @@ fn float(text: &str) -> Option<f64> {
     // would also take `inf` and `nan`, which YAML reads as strings).
     let body = t.strip_prefix(['-', '+']).unwrap_or(&t);
     let mantissa = body.split(['e', 'E']).next().unwrap_or("");
-    if mantissa.is_empty() || !mantissa.bytes().all(|b| b.is_ascii_digit() || b == b'.') || !mantissa.bytes().any(|b| b.is_ascii_digit())
-    {
+    if mantissa.is_empty() || !mantissa.bytes().all(|b| b.is_ascii_digit() || b == b'.') || !mantissa.bytes().any(|b| b.is_ascii_digit()) {
         return None;
     }
     t.parse().ok()
@@ -418,7 +417,10 @@ mod tests {
         assert_eq!(j["b"], json!(1.5));
         assert_eq!((j["c"].clone(), j["d"].clone(), j["e"].clone(), j["f"].clone()), (json!(true), json!(null), json!("7"), json!(true)));
         assert!(matches!(n.get("g").unwrap().value, Value::Float(f) if f.is_infinite()));
-        assert_eq!((j["h"].clone(), j["i"].clone(), j["j"].clone(), j["k"].clone(), j["l"].clone()), (json!(16), json!(1000.0), json!("text"), json!(-2), json!("off")));
+        assert_eq!(
+            (j["h"].clone(), j["i"].clone(), j["j"].clone(), j["k"].clone(), j["l"].clone()),
+            (json!(16), json!(1000.0), json!("text"), json!(-2), json!("off"))
+        );
     }
 
     #[test]

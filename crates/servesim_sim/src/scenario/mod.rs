@@ -403,8 +403,10 @@ impl Scenario {
                         startup_time: startup.or(self.startup_time),
                     })
                 };
-                let prefill = pool(&c.prefill_engine, "prefill_engine", (c.prefill_dp_size, c.prefill_tensor_parallel_size, c.prefill_startup_time))?;
-                let decode = pool(&c.decode_engine, "decode_engine", (c.decode_dp_size, c.decode_tensor_parallel_size, c.decode_startup_time))?;
+                let prefill =
+                    pool(&c.prefill_engine, "prefill_engine", (c.prefill_dp_size, c.prefill_tensor_parallel_size, c.prefill_startup_time))?;
+                let decode =
+                    pool(&c.decode_engine, "decode_engine", (c.decode_dp_size, c.decode_tensor_parallel_size, c.decode_startup_time))?;
                 Some(Disagg::new(prefill, decode, p, d))
             }
             _ => {
@@ -425,7 +427,10 @@ impl Scenario {
             .iter()
             .find(|(_, set)| *set)
         {
-            return Err(SimError::new(format!("cluster.{}: applies to prefill and decode pools only (set dp_size, tensor_parallel_size or startup_time for aggregated workers)", k.0)));
+            return Err(SimError::new(format!(
+                "cluster.{}: applies to prefill and decode pools only (set dp_size, tensor_parallel_size or startup_time for aggregated workers)",
+                k.0
+            )));
         }
         let disaggregated = disagg.is_some();
         let cfg = SimConfig {

@@ -85,6 +85,11 @@ pub struct SyntheticSpec {
     pub turns_per_session: u32,
     #[serde(skip_serializing_if = "is_zero")]
     pub think_time_ms: f64,
+    /// Whether a later turn's prompt carries the conversation so far (true, servesim's
+    /// default) or is `input_tokens` of its own, after the session's shared prefix (false:
+    /// Dynamo 1.6.1's synthetic sessions, as DynoSim's predict files get them).
+    #[serde(skip_serializing_if = "is_true")]
+    pub history: bool,
     /// Closed loop: this many users, each holding one conversation at a time and starting the
     /// next as soon as it ends (the arrival process is then not used).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -111,6 +116,10 @@ pub struct ImagesSpec {
     pub distinct: u32,
 }
 
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
 fn is_one(n: &u32) -> bool {
     *n == 1
 }
@@ -134,6 +143,7 @@ impl Default for SyntheticSpec {
             seed: 42,
             turns_per_session: 1,
             think_time_ms: 0.0,
+            history: true,
             concurrency: None,
             images: None,
             range_ratio: None,
@@ -224,9 +234,10 @@ impl SyntheticSpec {
         let mut ids = Vec::new();
         let turns = self.turns_per_session;
         let mut sessions = Sessions::default();
+        let mut session_group = None;
         for i in 0..self.num_requests {
             let (session, turn) = (i / turns, i % turns);
-            if turn > 0 {
+            if turn > 0 && self.history {
                 // A later turn: only its new input (the driver prepends the conversation).
                 let isl = length(&mut rng, self.input_tokens);
                 let osl = length(&mut rng, self.output_tokens);
@@ -239,7 +250,7 @@ impl SyntheticSpec {
                 w.push(f64::NAN, isl, osl, &ids);
                 continue;
             }
-            if i > 0 {
+            if i > 0 && turn == 0 {
                 t += match self.arrival {
                     Arrival::Burst => 0.0,
                     Arrival::Constant => mean_gap,
@@ -253,17 +264,24 @@ impl SyntheticSpec {
             let shared = if self.num_prefix_groups > 0 { (blocks as f64 * self.shared_prefix_ratio).round() as u32 } else { 0 };
             ids.clear();
             if shared > 0 {
-                let g = rng.random_range(0..self.num_prefix_groups) as u64;
+                // A session keeps its group over its turns.
+                let g = match (turn, session_group) {
+                    (0, _) | (_, None) => rng.random_range(0..self.num_prefix_groups) as u64,
+                    (_, Some(g)) => g,
+                };
+                session_group = Some(g);
                 ids.extend((0..shared as u64).map(|j| (1 << 30) + (g << 20) + j));
+            } else if turn == 0 {
+                session_group = None;
             }
             while (ids.len() as u32) < blocks {
                 next_id += 1;
                 ids.push(next_id);
             }
             if turns > 1 {
-                sessions.push(session, || format!("conversation_{session}"), i, 0.0);
+                sessions.push(session, || format!("conversation_{session}"), i, if turn == 0 { 0.0 } else { self.think_time_ms });
             }
-            w.push(t, isl, osl, &ids);
+            w.push(if turn == 0 { t } else { f64::NAN }, isl, osl, &ids);
             if let Some(m) = &self.images {
                 let offset = (shared * self.block_tokens).min(isl);
                 let images = (0..m.per_request)
@@ -278,7 +296,7 @@ impl SyntheticSpec {
         }
         if turns > 1 {
             w.sessions = Some(sessions);
-            w.cumulative = true;
+            w.cumulative = self.history;
         }
         Ok(w)
     }
