@@ -36,15 +36,24 @@ pub const SECTIONS: &[&str] = &["traffic", "engine", "router", "planner", "evalu
 /// Maps a concrete predict document; `src` names it in errors; `files` reads what it names
 /// (a model directory's `config.json`; traces are read when the scenario is built).
 pub fn map(doc: &Node, src: &str, files: &mut dyn Files) -> Result<Mapped, SimError> {
-    let (scenario_json, objective, gpus, derived) = scenario_json(doc, src, files)?;
+    let Unvalidated { scenario_json, objective, gpus, derived } = scenario_json(doc, src, files)?;
     let scenario = Scenario::from_json_str(&scenario_json.to_string())
         .map_err(|e| SimError::new(format!("{src}: the scenario this file maps to is not valid: {e}")))?;
     Ok(Mapped { scenario, scenario_json, objective, gpus, derived })
 }
 
+/// A mapping before the scenario's own validation (its timing model may be one this build
+/// does not have yet).
+pub struct Unvalidated {
+    pub scenario_json: Value,
+    pub objective: Option<Slo>,
+    pub gpus: u32,
+    pub derived: Map<String, Value>,
+}
+
 /// The scenario a concrete predict document maps to, as JSON, before the scenario's own
 /// validation; with the objective, the GPU count and what was derived.
-pub fn scenario_json(doc: &Node, src: &str, files: &mut dyn Files) -> Result<(Value, Option<Slo>, u32, Map<String, Value>), SimError> {
+pub fn scenario_json(doc: &Node, src: &str, files: &mut dyn Files) -> Result<Unvalidated, SimError> {
     let mut top = Obj::new(src, "", Some(doc))?;
     for section in ["optimization", "optimizer"] {
         if top.has(section) {
@@ -100,7 +109,7 @@ pub fn scenario_json(doc: &Node, src: &str, files: &mut dyn Files) -> Result<(Va
         s["slo"] = serde_json::to_value(slo).map_err(|e| SimError::new(e.to_string()))?;
     }
     let gpus = engine.roles.iter().map(|r| r.replicas * r.tp * r.pp * r.dp).sum();
-    Ok((s, objective, gpus, derived))
+    Ok(Unvalidated { scenario_json: s, objective, gpus, derived })
 }
 
 /// One worker role (aggregated, prefill or decode) as engine arguments and a pool.
