@@ -332,6 +332,10 @@ impl Space {
             }
             doc.set("router.prefill_load_model.type", str_node("none"));
         }
+        // What the candidate set: the values that are still in it (an inactive role's are not).
+        set.retain(|(path, _)| {
+            doc.at(path.trim_end_matches(".preset")).is_some() || path.starts_with("planner.") && doc.get("planner").is_some()
+        });
         if doc.at("planner.policy").and_then(|p| p.to_json().as_str().map(String::from)).as_deref() == Some("disabled")
             && let Some(m) = doc.get("planner").and_then(Node::map)
         {

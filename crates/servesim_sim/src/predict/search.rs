@@ -336,15 +336,23 @@ impl Search {
                 if told < self.startup.min(self.proposed.len()) {
                     break;
                 }
-                self.propose()
+                if duplicates > 0 {
+                    // The model proposed what was run: a random point instead.
+                    match self.rec.space.size() {
+                        Some(size) => self.rec.space.point(self.rng.random_range(0..size)),
+                        None => random_point(&self.rec.space, &mut self.rng),
+                    }
+                } else {
+                    self.propose()
+                }
             };
             let (doc, set) = self.rec.space.materialize(&picks);
             let key = doc.to_json().to_string();
             if !self.seen.insert(key) {
-                // Many proposals in a row that were all run already: the space (as its
+                // Many draws in a row that were all run already: the space (as its
                 // candidates differ) is used up.
                 duplicates += 1;
-                if duplicates > 200 {
+                if duplicates > 1000 {
                     self.exhausted = true;
                 }
                 continue;
