@@ -184,9 +184,6 @@ fn gpu_of(hardware: &str) -> Option<&'static str> {
 }
 
 fn engine(e: &mut Obj, files: &mut dyn Files, derived: &mut Map<String, Value>) -> Result<Engine, SimError> {
-    if !e.has("model") && e.path().is_empty() {
-        return Err(e.fail_here("engine is required"));
-    }
     let mode = e.choice("mode", &["aggregated", "disaggregated"])?.unwrap_or("aggregated");
     let model_name = e
         .str("model")?

@@ -43,9 +43,9 @@ const REFUSED: &[(&str, &str)] = &[
     ("13-trace-dynamo-agentic.yaml", "traffic.source.paths: not simulated by servesim"),
 ];
 
-/// The reference's sequence of disaggregated hand-offs under a one-sequence prefill worker,
-/// a KV router and a planner differs from servesim's here (see docs/predict.md): compared on
-/// its counts only.
+/// With its load planner in the loop, the reference starts the second session's first
+/// prefill 1 ms later than servesim (without the planner the two agree request by request;
+/// docs/predict.md): a planner difference of the harness, compared on its counts only.
 const KNOWN_DIFFERENT: &[&str] = &["06-synthetic-disagg-router-planner.yaml"];
 
 /// The completed requests the reference's own e2e test expects of the trace files.
@@ -159,6 +159,11 @@ fn recommend_runs_the_shipped_files() {
     assert_eq!(ledger["algorithm"], "random");
     for c in ledger["candidates"].as_array().unwrap() {
         let set = &c["set"];
+        if set["router.policy"] == "round_robin" {
+            // A round-robin candidate has no KV-router knobs.
+            assert!(set.get("router.overlap_score_credit").is_none(), "{set}");
+            continue;
+        }
         let credit = set["router.overlap_score_credit"].as_f64().unwrap();
         let scale = set["router.prefill_load_scale"].as_f64().unwrap();
         assert!((0.1..=1.0).contains(&credit) && (0.25..=32.0).contains(&scale), "{set}");
