@@ -242,6 +242,14 @@ fn set_overrides_range_ratio_and_the_objective() {
     let why = predict::search::missed(m.objective.as_ref().unwrap(), &r.summary()).unwrap();
     assert!(why.starts_with("p99_ttft_ms 1.0 > 0.5"), "{why}");
     assert!(r.summary()["goodput_completed_requests"].is_number());
+    // The planner's predictor knobs pass to Dynamo's planner configuration by name.
+    let path = root().join(PREFIX).join("predict/dynamo/04-synthetic-router-planner.yaml");
+    let (m, _) =
+        predict_file(&path, &["planner.load_predictor=kalman", "planner.load_predictor_log1p=true", "planner.kalman_r=5.0"]).unwrap();
+    assert_eq!(
+        (m.scenario_json["planner"]["load_predictor"].clone(), m.scenario_json["planner"]["load_predictor_log1p"].clone()),
+        (json!("kalman"), json!(true))
+    );
 }
 
 #[test]
