@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
 
+mod predict;
+mod recommend;
+
 #[derive(Parser)]
 #[command(name = "servesim", version, about = "Simulates an LLM serving cluster (Dynamo mocker semantics) on a virtual clock")]
 struct Cli {
@@ -52,6 +55,43 @@ enum Command {
         #[arg(long, value_name = "I/N")]
         shard: Option<String>,
     },
+    /// Runs a DynoSim predict file (`aisimulate predict` YAML) as a servesim scenario and
+    /// prints the report `run` prints, with `prediction` (GPUs, derived values) first.
+    Predict {
+        config: PathBuf,
+        /// Overrides a field before validation (`traffic.load.concurrency=8`; the value is YAML).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        set: Vec<String>,
+        /// `json` (the report) or `table` (its headline figures).
+        #[arg(long, default_value = "json", value_parser = ["json", "table"])]
+        format: String,
+        /// Print the scenario the file maps to instead of running it.
+        #[arg(long)]
+        scenario: bool,
+    },
+    /// Searches a DynoSim recommend file's domains under its constraints and target; writes
+    /// recommendations/0001.yaml... (concrete predict files, best first), recommendation.json
+    /// and recommendation.csv (every candidate) to --output-dir, and prints the ranking.
+    Recommend {
+        config: PathBuf,
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        set: Vec<String>,
+        /// Candidates run at once (threads; default: the file's optimizer.parallelism, at most
+        /// the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run only every N-th candidate from I (`I/N`): an exhaustive or random search split
+        /// across machines.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+        #[arg(long, value_name = "DIR", default_value = "servesim-recommend")]
+        output_dir: PathBuf,
+        /// Replace the known output files of an existing output directory.
+        #[arg(long)]
+        overwrite: bool,
+        #[arg(long, default_value = "table", value_parser = ["json", "table"])]
+        format: String,
+    },
     /// Runs a servesim scenario file and prints {"config", "summary", "per_request"} as JSON
     /// (`config`: what the engines ran with, derived values included).
     Run {
@@ -77,6 +117,11 @@ fn main() -> ExitCode {
         }
         Command::Bench { case, runs } => bench(&case, runs).and_then(|json| print(|w| writeln!(w, "{json}"))),
         Command::Sweep { sweep, jobs, shard } => run_sweep(&sweep, jobs, shard.as_deref()),
+        Command::Predict { config, set, format, scenario } => predict::run(&config, &set, &format, scenario),
+        Command::Recommend { config, set, jobs, shard, output_dir, overwrite, format } => {
+            let shard = shard.as_deref().map(parse_shard).transpose();
+            shard.and_then(|shard| recommend::run(&config, &set, jobs, shard, &output_dir, overwrite, &format))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -88,7 +133,7 @@ fn main() -> ExitCode {
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is the reader's choice, not an error.
-fn print(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), SimError> {
+pub(crate) fn print(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), SimError> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match f(&mut out).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(SimError::new(format!("writing the result: {e}"))),
@@ -96,7 +141,7 @@ fn print(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), Si
     }
 }
 
-fn read(path: &Path) -> Result<String, SimError> {
+pub(crate) fn read(path: &Path) -> Result<String, SimError> {
     std::fs::read_to_string(path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))
 }
 

@@ -299,3 +299,75 @@ fn the_harness_examples_show_their_feature() {
     let reuse = |v: &Value| v["summary"]["prefix_cache_reused_ratio"].as_f64().unwrap();
     assert!(reuse(&with) > reuse(&without) + 0.2, "with {} without {}", reuse(&with), reuse(&without));
 }
+
+/// `servesim predict` and `servesim recommend` on the shipped DynoSim files, run from the
+/// directory their paths are relative to (the Dynamo repository's root, laid out under
+/// tests/dynosim-unified-cli).
+#[test]
+fn predict_and_recommend_run_the_shipped_dynosim_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/dynosim-unified-cli");
+    let dir = "components/src/dynamo/replay/tests/e2e/configs/unified_cli";
+    let run = |args: &[&str]| Command::new(BIN).args(args).current_dir(&root).output().unwrap();
+    let o = run(&["predict", &format!("{dir}/predict/dynamo/02-synthetic-kv-router.yaml")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((v["prediction"]["gpus"].clone(), v["summary"]["completed_requests"].clone()), (json!(2), json!(6)));
+    assert!(v["config"].is_object() && v["per_request"].as_array().unwrap().len() == 6);
+    let o = run(&[
+        "predict",
+        &format!("{dir}/predict/dynamo/01-synthetic-no-adapters.yaml"),
+        "--format",
+        "table",
+        "--set",
+        "traffic.stop.requests=10",
+    ]);
+    let table = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(table.lines().any(|l| l.starts_with("requests") && l.trim_end().ends_with(" 10")), "{table}");
+    let o = run(&["predict", &format!("{dir}/predict/dynamo/07-synthetic-ais-router.yaml")]);
+    expect_error(&o, &["07-synthetic-ais-router.yaml:22: router.prefill_load_model.type: not simulated by servesim"]);
+
+    let out = scratch("recommend");
+    let out_s = out.to_str().unwrap();
+    let o = run(&[
+        "recommend",
+        &format!("{dir}/recommend/dynamo/02-router-ranges-throughput.yaml"),
+        "--output-dir",
+        out_s,
+        "--overwrite",
+        "--jobs",
+        "2",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert!(!rows.is_empty());
+    let ledger: Value = serde_json::from_str(&std::fs::read_to_string(out.join("recommendation.json")).unwrap()).unwrap();
+    assert_eq!(ledger["candidates"].as_array().unwrap().len(), 4);
+    let csv = std::fs::read_to_string(out.join("recommendation.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 5, "{csv}");
+    // Each recommendation predicts again as a file of its own.
+    let first = out.join("recommendations/0001.yaml");
+    let o = run(&["predict", first.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let again: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let score = rows[0]["score"].as_f64().unwrap();
+    assert!((again["summary"]["output_throughput_tok_s"].as_f64().unwrap() - score).abs() < 1e-9 * score);
+    // Not over an earlier answer without --overwrite; a shard of a random search.
+    let o = run(&["recommend", &format!("{dir}/recommend/dynamo/02-router-ranges-throughput.yaml"), "--output-dir", out_s]);
+    expect_error(&o, &["not empty", "--overwrite"]);
+    let o = run(&[
+        "recommend",
+        &format!("{dir}/recommend/dynamo/02-router-ranges-throughput.yaml"),
+        "--output-dir",
+        out_s,
+        "--overwrite",
+        "--shard",
+        "1/2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ledger: Value = serde_json::from_str(&std::fs::read_to_string(out.join("recommendation.json")).unwrap()).unwrap();
+    let ids: Vec<u64> = ledger["candidates"].as_array().unwrap().iter().map(|c| c["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, vec![1, 3]);
+}

@@ -6,6 +6,7 @@ pub mod build;
 pub mod cluster;
 mod error;
 pub mod planner;
+pub mod predict;
 mod queue;
 pub mod replay;
 pub mod report;

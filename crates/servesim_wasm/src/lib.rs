@@ -11,6 +11,7 @@
 
 pub mod columns;
 pub mod events;
+pub mod predict;
 pub mod sweep;
 pub mod tiers;
 mod types;

@@ -66,6 +66,7 @@ const INERT: &[&str] = &[
     "ttft_ms",
     "itl_ms",
     "load_predictor",
+    "load_predictor_log1p",
     "prophet_window_size",
     "load_predictor_warmup_trace",
     "kalman_q_level",

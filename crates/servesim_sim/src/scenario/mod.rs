@@ -182,6 +182,21 @@ pub struct ClusterSpec {
     /// KV events reach the KV-aware router's indexer this much later (ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_event_lag_ms: Option<f64>,
+    /// Each pool's own data-parallel ranks, GPUs per rank and startup time (unset: the
+    /// scenario's `dp_size`, `tensor_parallel_size` and `startup_time`), so the prefill and
+    /// decode pools can differ, as DynoSim's worker roles can.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill_dp_size: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_dp_size: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill_tensor_parallel_size: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_tensor_parallel_size: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill_startup_time: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_startup_time: Option<f64>,
 }
 
 impl Default for ClusterSpec {
@@ -195,6 +210,12 @@ impl Default for ClusterSpec {
             prefill_engine: None,
             decode_engine: None,
             kv_event_lag_ms: None,
+            prefill_dp_size: None,
+            decode_dp_size: None,
+            prefill_tensor_parallel_size: None,
+            decode_tensor_parallel_size: None,
+            prefill_startup_time: None,
+            decode_startup_time: None,
         }
     }
 }
@@ -370,19 +391,23 @@ impl Scenario {
         let disagg = match (c.num_prefill_workers, c.num_decode_workers) {
             (0, 0) => None,
             (p, d) if p > 0 && d > 0 => {
-                let pool = |e: &Option<EngineArgs>, name: &str| -> Result<LaunchConfig, SimError> {
+                let pool = |e: &Option<EngineArgs>, name: &str, (dp, tp, startup): (Option<u32>, Option<u32>, Option<f64>)| {
                     let engine = match e {
                         Some(e) => e.resolved().map_err(|err| SimError::new(format!("cluster.{name}: {err}")))?,
                         None => engine.clone(),
                     };
-                    Ok(LaunchConfig {
+                    Ok::<_, SimError>(LaunchConfig {
                         engine,
-                        dp_size: self.dp_size,
-                        tensor_parallel_size: self.tensor_parallel_size,
-                        startup_time: self.startup_time,
+                        dp_size: dp.unwrap_or(self.dp_size),
+                        tensor_parallel_size: tp.or(self.tensor_parallel_size),
+                        startup_time: startup.or(self.startup_time),
                     })
                 };
-                Some(Disagg::new(pool(&c.prefill_engine, "prefill_engine")?, pool(&c.decode_engine, "decode_engine")?, p, d))
+                let prefill =
+                    pool(&c.prefill_engine, "prefill_engine", (c.prefill_dp_size, c.prefill_tensor_parallel_size, c.prefill_startup_time))?;
+                let decode =
+                    pool(&c.decode_engine, "decode_engine", (c.decode_dp_size, c.decode_tensor_parallel_size, c.decode_startup_time))?;
+                Some(Disagg::new(prefill, decode, p, d))
             }
             _ => {
                 return Err(SimError::new(
@@ -390,6 +415,23 @@ impl Scenario {
                 ));
             }
         };
+        if disagg.is_none()
+            && let Some(k) = [
+                ("prefill_dp_size", c.prefill_dp_size.is_some()),
+                ("decode_dp_size", c.decode_dp_size.is_some()),
+                ("prefill_tensor_parallel_size", c.prefill_tensor_parallel_size.is_some()),
+                ("decode_tensor_parallel_size", c.decode_tensor_parallel_size.is_some()),
+                ("prefill_startup_time", c.prefill_startup_time.is_some()),
+                ("decode_startup_time", c.decode_startup_time.is_some()),
+            ]
+            .iter()
+            .find(|(_, set)| *set)
+        {
+            return Err(SimError::new(format!(
+                "cluster.{}: applies to prefill and decode pools only (set dp_size, tensor_parallel_size or startup_time for aggregated workers)",
+                k.0
+            )));
+        }
         let disaggregated = disagg.is_some();
         let cfg = SimConfig {
             launch,

@@ -323,6 +323,11 @@ impl Simulation {
         self.workload.len()
     }
 
+    /// Every request's record so far (what has happened to it by now).
+    pub fn records(&self) -> &[crate::report::RequestRecord] {
+        &self.collector.records
+    }
+
     /// Virtual time reached so far.
     pub fn now_ms(&self) -> f64 {
         self.now_ms

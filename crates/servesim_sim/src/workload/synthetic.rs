@@ -85,6 +85,11 @@ pub struct SyntheticSpec {
     pub turns_per_session: u32,
     #[serde(skip_serializing_if = "is_zero")]
     pub think_time_ms: f64,
+    /// Whether a later turn's prompt carries the conversation so far (true, servesim's
+    /// default) or is `input_tokens` of its own, after the session's shared prefix (false:
+    /// Dynamo 1.6.1's synthetic sessions, as DynoSim's predict files get them).
+    #[serde(skip_serializing_if = "is_true")]
+    pub history: bool,
     /// Closed loop: this many users, each holding one conversation at a time and starting the
     /// next as soon as it ends (the arrival process is then not used).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,6 +97,11 @@ pub struct SyntheticSpec {
     /// Multimodal requests: images in every prompt (absent: text only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub images: Option<ImagesSpec>,
+    /// Benchmark-shaped lengths (`vllm bench serve --random-range-ratio`): each input and
+    /// output length uniform in [⌊r·L⌋, L] for L the length's `mean` (its `stddev` must be
+    /// 0), drawn from a stream of its own so arrivals and prefixes stay as without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range_ratio: Option<f64>,
 }
 
 /// `workload.images`: each request carries `per_request` images of `tokens_per_image` image
@@ -104,6 +114,10 @@ pub struct ImagesSpec {
     pub tokens_per_image: u32,
     #[serde(default)]
     pub distinct: u32,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 fn is_one(n: &u32) -> bool {
@@ -129,8 +143,10 @@ impl Default for SyntheticSpec {
             seed: 42,
             turns_per_session: 1,
             think_time_ms: 0.0,
+            history: true,
             concurrency: None,
             images: None,
+            range_ratio: None,
         }
     }
 }
@@ -170,6 +186,14 @@ impl SyntheticSpec {
         if self.concurrency == Some(0) {
             return bad("concurrency", "must be at least 1");
         }
+        if let Some(r) = self.range_ratio {
+            if !(r > 0.0 && r <= 1.0) {
+                return bad("range_ratio", "must be within (0, 1]");
+            }
+            if self.input_tokens.stddev != 0.0 || self.output_tokens.stddev != 0.0 {
+                return bad("range_ratio", "draws lengths uniformly below each mean: input_tokens and output_tokens need stddev 0");
+            }
+        }
         if let Some(m) = &self.images {
             if m.per_request > 64 {
                 return bad("images.per_request", "must be at most 64");
@@ -192,6 +216,16 @@ impl SyntheticSpec {
         // prefixes) is the same with images as without.
         let mut image_rng = ChaCha8Rng::seed_from_u64(self.seed);
         image_rng.set_stream(1);
+        let mut range_rng = ChaCha8Rng::seed_from_u64(self.seed);
+        range_rng.set_stream(2);
+        let mut length = |rng: &mut ChaCha8Rng, l: Length| match self.range_ratio {
+            Some(r) => {
+                let hi = l.mean.round().max(1.0) as u32;
+                let lo = ((r * hi as f64).floor() as u32).clamp(1, hi);
+                range_rng.random_range(lo..=hi)
+            }
+            None => sample_length(rng, l),
+        };
         let mut w = Workload::new(self.block_tokens);
         let mean_gap = 1000.0 / self.rate_rps;
         let mut t = 0.0;
@@ -200,12 +234,13 @@ impl SyntheticSpec {
         let mut ids = Vec::new();
         let turns = self.turns_per_session;
         let mut sessions = Sessions::default();
+        let mut session_group = None;
         for i in 0..self.num_requests {
             let (session, turn) = (i / turns, i % turns);
-            if turn > 0 {
+            if turn > 0 && self.history {
                 // A later turn: only its new input (the driver prepends the conversation).
-                let isl = sample_length(&mut rng, self.input_tokens);
-                let osl = sample_length(&mut rng, self.output_tokens);
+                let isl = length(&mut rng, self.input_tokens);
+                let osl = length(&mut rng, self.output_tokens);
                 ids.clear();
                 while (ids.len() as u32) < isl.div_ceil(self.block_tokens) {
                     next_id += 1;
@@ -215,7 +250,7 @@ impl SyntheticSpec {
                 w.push(f64::NAN, isl, osl, &ids);
                 continue;
             }
-            if i > 0 {
+            if i > 0 && turn == 0 {
                 t += match self.arrival {
                     Arrival::Burst => 0.0,
                     Arrival::Constant => mean_gap,
@@ -223,23 +258,30 @@ impl SyntheticSpec {
                     Arrival::Gamma => gamma(&mut rng, self.smoothness) * mean_gap / self.smoothness,
                 };
             }
-            let isl = sample_length(&mut rng, self.input_tokens);
-            let osl = sample_length(&mut rng, self.output_tokens);
+            let isl = length(&mut rng, self.input_tokens);
+            let osl = length(&mut rng, self.output_tokens);
             let blocks = isl.div_ceil(self.block_tokens);
             let shared = if self.num_prefix_groups > 0 { (blocks as f64 * self.shared_prefix_ratio).round() as u32 } else { 0 };
             ids.clear();
             if shared > 0 {
-                let g = rng.random_range(0..self.num_prefix_groups) as u64;
+                // A session keeps its group over its turns.
+                let g = match (turn, session_group) {
+                    (0, _) | (_, None) => rng.random_range(0..self.num_prefix_groups) as u64,
+                    (_, Some(g)) => g,
+                };
+                session_group = Some(g);
                 ids.extend((0..shared as u64).map(|j| (1 << 30) + (g << 20) + j));
+            } else if turn == 0 {
+                session_group = None;
             }
             while (ids.len() as u32) < blocks {
                 next_id += 1;
                 ids.push(next_id);
             }
             if turns > 1 {
-                sessions.push(session, || format!("conversation_{session}"), i, 0.0);
+                sessions.push(session, || format!("conversation_{session}"), i, if turn == 0 { 0.0 } else { self.think_time_ms });
             }
-            w.push(t, isl, osl, &ids);
+            w.push(if turn == 0 { t } else { f64::NAN }, isl, osl, &ids);
             if let Some(m) = &self.images {
                 let offset = (shared * self.block_tokens).min(isl);
                 let images = (0..m.per_request)
@@ -254,7 +296,7 @@ impl SyntheticSpec {
         }
         if turns > 1 {
             w.sessions = Some(sessions);
-            w.cumulative = true;
+            w.cumulative = self.history;
         }
         Ok(w)
     }
@@ -330,6 +372,36 @@ mod tests {
         assert_eq!(hashes.len(), 100);
         let e = SyntheticSpec { images: Some(ImagesSpec { tokens_per_image: 0, ..images }), ..Default::default() }.validate().unwrap_err();
         assert!(e.to_string().contains("workload.images.tokens_per_image"), "{e}");
+    }
+
+    /// `range_ratio`: every length within [⌊r·L⌋, L], spread over it, the same requests for
+    /// the same seed, and the arrivals exactly as without it.
+    #[test]
+    fn range_ratio_draws_lengths_uniformly_below_the_mean() {
+        let fixed = SyntheticSpec {
+            num_requests: 4000,
+            input_tokens: Length { mean: 1000.0, stddev: 0.0 },
+            output_tokens: Length { mean: 200.0, stddev: 0.0 },
+            ..Default::default()
+        };
+        let spec = SyntheticSpec { range_ratio: Some(0.5), ..fixed.clone() };
+        let w = spec.generate().unwrap();
+        assert_eq!(w.rows, spec.generate().unwrap().rows);
+        let isl: Vec<u32> = w.rows.iter().map(|r| r.input_length).collect();
+        let osl: Vec<u32> = w.rows.iter().map(|r| r.output_length).collect();
+        assert!(isl.iter().all(|&l| (500..=1000).contains(&l)) && osl.iter().all(|&l| (100..=200).contains(&l)));
+        assert_eq!((isl.iter().min(), isl.iter().max()), (Some(&500), Some(&1000)));
+        let mean = isl.iter().map(|&l| l as f64).sum::<f64>() / isl.len() as f64;
+        assert!((mean - 750.0).abs() < 10.0, "mean {mean}");
+        let below = isl.iter().filter(|&&l| l < 750).count() as f64 / isl.len() as f64;
+        assert!((below - 0.5).abs() < 0.03, "{below}");
+        let plain = fixed.generate().unwrap();
+        let times = |w: &Workload| w.rows.iter().map(|r| r.timestamp).collect::<Vec<_>>();
+        assert_eq!(times(&w), times(&plain));
+        let e = SyntheticSpec { range_ratio: Some(0.0), ..fixed.clone() }.validate().unwrap_err();
+        assert!(e.to_string().contains("workload.range_ratio"), "{e}");
+        let e = SyntheticSpec { range_ratio: Some(0.5), ..Default::default() }.validate().unwrap_err();
+        assert!(e.to_string().contains("stddev 0"), "{e}");
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod dynosim;
 mod events;
 mod kvbm;
 mod multimodal;
+mod predict;
 mod proptest_indexer;
 mod reference_aborts;
 mod routing_patterns;

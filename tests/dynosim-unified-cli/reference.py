@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Runs the shipped DynoSim predict files through the reference (Dynamo 1.6.1's replay) as
+servesim maps them, and stores the reference's figures for the Rust test to compare with.
+
+usage (from this directory, with the reference's python; see ../../docs/predict.md):
+  DYN_LOG=error /work/ref/bin/python reference.py BIN [--write]
+
+For each file servesim can run, `BIN predict FILE --scenario` prints the scenario the file
+maps to; this script hands the same load and engines to the reference's
+run_synthetic_trace_replay / run_trace_replay (the calls the reference's Dynamo runner makes
+for a predict file) and prints both summaries. --write stores the reference's summary and
+per-request times in reference-figures.json.
+"""
+import json, os, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ORACLE = "/work/shared/oracle"
+try:
+    import aisimulate  # noqa: F401
+except ImportError:
+    sys.path.append(os.path.join(ORACLE, "shim"))
+from dynamo.replay import run_trace_replay
+from dynamo.replay.api import run_synthetic_trace_replay
+from dynamo.llm import KvRouterConfig
+
+P = "components/src/dynamo/replay/tests/e2e/configs/unified_cli/predict/dynamo"
+KEYS = ["num_requests", "completed_requests", "total_input_tokens", "total_output_tokens", "duration_ms",
+        "mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "mean_e2e_latency_ms", "p99_e2e_latency_ms",
+        "prefix_cache_reused_ratio", "output_throughput_tok_s", "goodput_completed_requests"]
+
+
+def launch(engine, dp, tp, startup, role=None):
+    e = {k: v for k, v in engine.items() if k not in ("kv_bytes_per_token",)}
+    if role:
+        e["worker_type"] = role
+    if "kv_bytes_per_token" in engine:
+        e["kv_transfer_bytes_per_token"] = engine["kv_bytes_per_token"]
+    return {"engine": e, "dp_size": dp, "tensor_parallel_size": tp, "startup_time": startup}
+
+
+def kwargs_of(s):
+    c = s["cluster"]
+    kw = {"router_mode": c.get("router_mode", "round_robin"), "capture_per_request": True}
+    if "router_config" in c:
+        kw["router_config"] = KvRouterConfig.from_json(json.dumps(c["router_config"]))
+    if "num_prefill_workers" in c:
+        kw.update(prefill_engine_args=launch(c["prefill_engine"], c["prefill_dp_size"], c["prefill_tensor_parallel_size"], c["prefill_startup_time"], "prefill"),
+                  decode_engine_args=launch(c["decode_engine"], c["decode_dp_size"], c["decode_tensor_parallel_size"], c["decode_startup_time"], "decode"),
+                  num_prefill_workers=c["num_prefill_workers"], num_decode_workers=c["num_decode_workers"])
+    else:
+        kw.update(extra_engine_args=launch(s["engine"], s.get("dp_size", 1), s.get("tensor_parallel_size", 1), s.get("startup_time", 0)),
+                  num_workers=c["num_workers"])
+    if "planner" in s:
+        kw["planner_config"] = s["planner"]
+    slo = s.get("slo", {})
+    for k in ("ttft_ms", "itl_ms", "e2e_ms"):
+        if k in slo:
+            kw["sla_" + k] = slo[k]
+    return kw
+
+
+def reference(s):
+    kw = kwargs_of(s)
+    w = s["workload"]
+    if w["type"] == "trace":
+        kw.update(trace_format=w.get("format", "mooncake"), trace_block_size=w.get("trace_block_size", 512),
+                  max_sim_time_ms=s.get("max_sim_time_ms"))
+        if "concurrency" in w:
+            kw["replay_concurrency"] = w["concurrency"]
+        else:
+            kw["arrival_speedup_ratio"] = w.get("arrival_speedup_ratio", 1.0)
+        return run_trace_replay([os.path.join(HERE, w["path"])], **kw)
+    turns = w.get("turns_per_session", 1)
+    kw.update(turns_per_session=turns, shared_prefix_ratio=w.get("shared_prefix_ratio", 0.0),
+              num_prefix_groups=w.get("num_prefix_groups", 0), inter_turn_delay_ms=w.get("think_time_ms", 0.0))
+    if "concurrency" in w:
+        kw["replay_concurrency"] = w["concurrency"]
+    elif w["arrival"] == "poisson":
+        kw.update(request_rate=w["rate_rps"], arrival_seed=w.get("seed", 42))
+    else:
+        kw["arrival_interval_ms"] = 1000.0 / w["rate_rps"]
+    return run_synthetic_trace_replay(w["input_tokens"]["mean"], w["output_tokens"]["mean"], w["num_requests"] // turns, **kw)
+
+
+def rows(report):
+    """Per request: (session, turn) order when sessions are reported, else arrival order."""
+    recs = report.per_request or []
+    key = lambda r: (str(r.get("session_id")), r.get("turn_index") or 0, r["arrival_time_ms"])
+    if not any(r.get("session_id") is not None for r in recs):
+        key = lambda r: (r["arrival_time_ms"], r["first_token_ms"] or 0)
+    return [[r["arrival_time_ms"], r["first_token_ms"], r["terminal_time_ms"], r["output_length"]] for r in sorted(recs, key=key)]
+
+
+def main():
+    bin_, write = sys.argv[1], "--write" in sys.argv
+    out = {}
+    for name in sorted(os.listdir(os.path.join(HERE, P))):
+        path = os.path.join(P, name)
+        mapped = subprocess.run([bin_, "predict", path, "--scenario"], cwd=HERE, capture_output=True, text=True)
+        if mapped.returncode != 0:
+            print(f"{name}: refused: {mapped.stderr.strip().split(': ', 1)[-1]}")
+            continue
+        s = json.loads(mapped.stdout)
+        ours = json.loads(subprocess.run([bin_, "predict", path], cwd=HERE, capture_output=True, text=True, check=True).stdout)["summary"]
+        rep = reference(s)
+        theirs = {k: rep.summary[k] for k in KEYS if k in rep.summary}
+        diff = {k: (ours.get(k), v) for k, v in theirs.items() if not (isinstance(v, (int, float)) and ours.get(k) is not None and abs(ours[k] - v) <= 1e-3 * max(1.0, abs(v)))}
+        print(f"{name}: {'agrees' if not diff else 'DIFFERS ' + json.dumps(diff)}")
+        out[name] = {"summary": theirs, "rows": rows(rep)}
+    if write:
+        with open(os.path.join(HERE, "reference-figures.json"), "w") as f:
+            json.dump({"note": "Dynamo 1.6.1's replay on the load and engines servesim maps each predict file to (reference.py)", "files": out}, f, indent=1)
+            f.write("\n")
+
+
+main()
