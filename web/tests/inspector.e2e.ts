@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, type Page, test } from '@playwright/test';
-import { LESSONS } from '../src/inspector-lessons';
+import { LESSONS } from '../src/inspector/lessons';
 import { SERVESIM } from './cli';
 import { link, runsDone, screenshot, waitRun, watchErrors } from './helpers';
 
