@@ -136,7 +136,7 @@ export const ENGINE: Section = {
 export const SCENARIO: Section = {
   id: 'scenario',
   title: 'Scenario',
-  fields: [{ path: 'name', label: 'Name', kind: 'text', max: 120, nullable: 'untitled', help: 'Shown as the title of the embed view' }],
+  fields: [{ path: 'name', label: 'Name', kind: 'text', max: 120, nullable: 'untitled', optional: true, help: 'Shown as the title of the embed view' }],
 };
 
 export const CLUSTER: Section = {

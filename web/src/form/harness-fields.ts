@@ -13,6 +13,8 @@ const trace = (s: JsonObject) => getPath(s, 'workload.type') === 'trace';
 const disagg = (s: JsonObject) => Number(getPath(s, 'cluster.num_prefill_workers') ?? 0) > 0 || Number(getPath(s, 'cluster.num_decode_workers') ?? 0) > 0;
 const planner = (s: JsonObject) => isObject(s.planner);
 const loadTarget = (s: JsonObject) => planner(s) && getPath(s, 'planner.optimization_target') === 'load';
+/** A planner of prefill and decode pools: the prefill pool's thresholds apply. */
+const prefillPlanner = (s: JsonObject) => disagg(s) || getPath(s, 'planner.mode') === 'disagg';
 const hostTier = (s: JsonObject) => isObject(getPath(s, 'engine.native_host_offload'));
 const g3Tier = (s: JsonObject) => isObject(getPath(s, 'engine.g3_offload'));
 
@@ -206,7 +208,7 @@ export const SCALING: Section = {
       unit: 'tokens',
       min: 0,
       optional: true,
-      when: (s) => loadTarget(s) && disagg(s),
+      when: (s) => loadTarget(s) && prefillPlanner(s),
     },
     {
       path: 'planner.prefill_scale_down_queue_tokens',
@@ -215,7 +217,7 @@ export const SCALING: Section = {
       unit: 'tokens',
       min: 0,
       optional: true,
-      when: (s) => loadTarget(s) && disagg(s),
+      when: (s) => loadTarget(s) && prefillPlanner(s),
     },
     { path: 'planner.min_endpoint', label: 'Workers at least', kind: 'int', min: 0, max: 4096, fallback: 1, optional: true, when: planner },
     {
