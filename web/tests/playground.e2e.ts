@@ -6,7 +6,10 @@ import { join } from 'node:path';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { expect, type Page, test } from '@playwright/test';
 import { cliRun } from './cli';
-import { expectEngineNumbers, link, manual, runsDone, screenshot, summary, waitFresh, waitRun, watchErrors } from './helpers';
+import { expectEngineNumbers, link, manual, openForm, runsDone, screenshot, summary, waitFresh, waitRun, watchErrors } from './helpers';
+
+// These tests set individual settings: the whole form is open from the start.
+test.beforeEach(async ({ page }) => openForm(page));
 
 test.describe('first load', () => {
   // One retry (a fresh browser): a 1 s budget on a 2-core machine is at the mercy of whatever

@@ -5,7 +5,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, type Locator, type Page, type TestInfo, test } from '@playwright/test';
 import { cliSweep } from './cli-sweep';
-import { link, numbers, screenshot, waitRun, watchErrors } from './helpers';
+import { link, numbers, openForm, screenshot, waitRun, watchErrors } from './helpers';
+
+// These tests set individual settings: the whole form is open from the start.
+test.beforeEach(async ({ page }) => openForm(page));
 
 /** The review's capacity question: Llama 3.1 70B on H100 TP4, 20 req/s of 4096/300 tokens. */
 const CAPACITY = {

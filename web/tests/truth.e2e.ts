@@ -4,7 +4,10 @@
 
 import { expect, type Page, test } from '@playwright/test';
 import { cliRun } from './cli';
-import { expectEngineNumbers, link, manual, numbers, runsDone, screenshot, waitFresh, waitRun, watchErrors } from './helpers';
+import { expectEngineNumbers, link, manual, numbers, openForm, runsDone, screenshot, waitFresh, waitRun, watchErrors } from './helpers';
+
+// These tests set individual settings: the whole form is open from the start.
+test.beforeEach(async ({ page }) => openForm(page));
 
 /** Waits for the form's own engine round trips (a TP pick) to settle. */
 async function settled(page: Page): Promise<void> {
@@ -120,8 +123,8 @@ test.describe('2. the model matters', () => {
     test.setTimeout(60_000);
     await page.goto('/');
     await waitRun(page, 0);
-    // The default timing (polynomial) ignores the model: the page says so.
-    await expect(page.locator('#timing-note')).toContainText('ignores the model');
+    // The default timing (polynomial) ignores the model, but no model is chosen: no note yet.
+    await expect(page.locator('#timing-note')).toHaveText('');
     await andRun(page, () => page.locator('#f-model').selectOption('llama-3.1-8b'));
     await expect(page.locator('#f-timing')).toHaveValue('roofline');
     await expect(page.locator('#timing-note')).toBeHidden();
@@ -407,6 +410,8 @@ test.describe('7. mechanisms are named', () => {
     await expect(ttft.locator('.tip')).toContainText('time to first token');
     // ...and so does keyboard focus.
     await page.mouse.move(0, 0);
+    // The full table is behind "All metrics".
+    await page.locator('#all-metrics > summary').click();
     const row = page.locator('#summary tr[data-key="committed_prefill_tokens"] .term');
     await row.focus();
     await expect(row.locator('.tip')).toBeVisible();

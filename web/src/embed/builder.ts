@@ -7,7 +7,7 @@
 import './builder.css';
 import { decodeLink } from '../scenario/link';
 import { el } from '../ui/dom';
-import { DEFAULT_OPTIONS, type EmbedOptions, embedUrl, estimateHeight, PANEL_IDS, PANELS, type Panel, snippet } from './options';
+import { DEFAULT_OPTIONS, type EmbedOptions, embedUrl, estimateHeight, PANEL_IDS, PANELS, type Panel, scriptTag, snippet } from './options';
 import { RESIZE_MESSAGE } from './resize';
 
 const MIN_WIDTH = 280;
@@ -31,6 +31,14 @@ class EmbedBuilder {
     el('option', { value: 'dark', textContent: 'dark' }),
   );
   private clickToRun = el('input', { id: 'eb-click', type: 'checkbox' });
+  private view = el(
+    'select',
+    { id: 'eb-view' },
+    el('option', { value: 'results', textContent: 'Results: key numbers and charts' }),
+    el('option', { value: 'inspector', textContent: 'Inspector: the KV block map, pass by pass' }),
+  );
+  private script = el('textarea', { id: 'eb-script', readOnly: true, rows: 1, spellcheck: false });
+  private panelBoxes = el('fieldset', { className: 'eb-panels' }, el('legend', { textContent: 'Panels' }));
   private panels = new Map<Panel, HTMLInputElement>();
   private code = el('textarea', { id: 'eb-snippet', readOnly: true, rows: 4, spellcheck: false });
   private copyNote = el('span', { id: 'eb-copied', className: 'eb-note', role: 'status' });
@@ -42,13 +50,14 @@ class EmbedBuilder {
   private previewTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor() {
-    const panelBoxes = el('fieldset', { className: 'eb-panels' }, el('legend', { textContent: 'Panels' }));
+    const panelBoxes = this.panelBoxes;
     for (const id of PANEL_IDS) {
       const box = el('input', { type: 'checkbox', value: id, id: `eb-panel-${id}`, checked: DEFAULT_OPTIONS.panels.includes(id) });
       this.panels.set(id, box);
       panelBoxes.append(el('label', {}, box, ` ${PANELS[id]}`));
     }
     const copy = el('button', { id: 'eb-copy', type: 'button', className: 'primary', textContent: 'Copy snippet' });
+    const copyScript = el('button', { id: 'eb-copy-script', type: 'button', textContent: 'Copy script' });
     const close = el('button', { id: 'eb-close', type: 'button', textContent: 'Close' });
     this.dialog.append(
       el('h2', { textContent: 'Embed this scenario' }),
@@ -62,6 +71,7 @@ class EmbedBuilder {
         el(
           'div',
           { className: 'eb-controls' },
+          labelled('Show', this.view, 'the inspector opens at the moment the playground shows'),
           labelled('Width (px)', this.width),
           labelled('Height (px)', this.height, 'measured from the preview'),
           labelled('Title', this.title, 'read by screen readers'),
@@ -71,19 +81,21 @@ class EmbedBuilder {
         ),
         el('div', { className: 'eb-preview' }, this.preview),
       ),
-      el('label', { className: 'eb-code' }, el('span', { textContent: 'Snippet' }), this.code),
-      el('div', { className: 'eb-actions' }, copy, this.copyNote, close),
+      el('label', { className: 'eb-code' }, el('span', { textContent: 'Snippet (one per embed)' }), this.code),
+      el('label', { className: 'eb-code' }, el('span', { textContent: 'Once per page, for any number of embeds: the script that sizes them' }), this.script),
+      el('div', { className: 'eb-actions' }, copy, copyScript, this.copyNote, close),
     );
     document.body.append(this.dialog);
 
-    for (const input of [this.width, this.title, this.theme, this.clickToRun, ...this.panels.values()]) {
+    for (const input of [this.view, this.width, this.title, this.theme, this.clickToRun, ...this.panels.values()]) {
       input.addEventListener('input', () => this.changed(input !== this.title));
     }
     this.height.addEventListener('input', () => {
       this.heightEdited = true;
       this.update();
     });
-    copy.addEventListener('click', () => void this.copy());
+    copy.addEventListener('click', () => void this.copy(this.code));
+    copyScript.addEventListener('click', () => void this.copy(this.script));
     close.addEventListener('click', () => this.dialog.close());
     this.dialog.addEventListener('close', () => {
       // The preview runs an engine of its own: stop it when the dialog goes.
@@ -93,19 +105,24 @@ class EmbedBuilder {
       if (ev.source !== this.preview.contentWindow || ev.data?.type !== RESIZE_MESSAGE) return;
       const h = Number(ev.data.height);
       if (!Number.isFinite(h) || h <= 0) return;
+      this.preview.style.height = `${Math.ceil(h)}px`;
+      // Only the height with the results drawn is the embed's (before, panels are still empty).
+      if (ev.data.ready !== true) return;
       this.measured = Math.ceil(h);
-      this.preview.style.height = `${this.measured}px`;
       this.update();
     });
   }
 
   private options(): EmbedOptions {
     const panels = PANEL_IDS.filter((p) => this.panels.get(p)?.checked);
-    return {
+    const o: EmbedOptions = {
       panels: panels.length ? panels : DEFAULT_OPTIONS.panels,
       theme: this.theme.value === 'dark' ? 'dark' : 'light',
       clickToRun: this.clickToRun.checked,
     };
+    // The playground's own moment (`?inspect=`, written while the inspector is open) travels.
+    if (this.view.value === 'inspector') o.inspect = new URLSearchParams(location.search).get('inspect') ?? '';
+    return o;
   }
 
   private widthPx(): number {
@@ -115,6 +132,8 @@ class EmbedBuilder {
 
   async open(): Promise<void> {
     this.hash = location.hash;
+    // Opened while the inspector shows a moment: offer that view first.
+    if (new URLSearchParams(location.search).has('inspect')) this.view.value = 'inspector';
     let name = '';
     try {
       const partial = await decodeLink(this.hash);
@@ -150,22 +169,23 @@ class EmbedBuilder {
     const o = this.options();
     if (!this.heightEdited) this.height.value = String(this.measured ?? estimateHeight(o, width));
     const height = Math.max(120, Math.round(Number(this.height.value)) || estimateHeight(o, width));
-    this.code.value = snippet({
-      url: this.url(),
-      scriptUrl: new URL('embed.js', location.href).href,
-      title: this.title.value || 'servesim simulation',
-      width,
-      height,
-    });
+    this.code.value = snippet({ url: this.url(), title: this.title.value || 'servesim simulation', width, height });
+    this.script.value = scriptTag(new URL('embed.js', location.href).href);
     this.dialog.dataset.measured = String(this.measured !== null);
+    (this.height.parentElement?.querySelector('small') as HTMLElement | null)?.replaceChildren(
+      this.measured === null ? 'measuring the preview…' : 'measured from the preview',
+    );
+    const inspector = o.inspect !== undefined;
+    this.panelBoxes.disabled = inspector;
+    this.clickToRun.disabled = inspector;
   }
 
-  private async copy(): Promise<void> {
+  private async copy(box: HTMLTextAreaElement): Promise<void> {
     try {
-      await navigator.clipboard.writeText(this.code.value);
+      await navigator.clipboard.writeText(box.value);
       this.copyNote.textContent = 'Copied to the clipboard.';
     } catch {
-      this.code.select();
+      box.select();
       this.copyNote.textContent = 'Press Ctrl+C (⌘C) to copy the selected snippet.';
     }
   }

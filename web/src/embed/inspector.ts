@@ -6,6 +6,7 @@ import { Inspector, parseInspectParam } from '../inspector/inspector';
 import { diff } from '../scenario/json';
 import { pageUrl, scenarioFromHash } from '../scenario/page-link';
 import { element, showMessage } from '../ui/dom';
+import { announceReady } from './resize';
 
 async function start(): Promise<void> {
   const status = element('#status');
@@ -26,9 +27,16 @@ async function start(): Promise<void> {
   if (typeof chosen.name === 'string' && chosen.name) element('#title').textContent = chosen.name;
   const json = JSON.stringify(diff(chosen, app.defaults));
   const inspector = new Inspector({ engine: app.engine, scenarioJson: () => json, trace: () => undefined, files: () => undefined });
-  document.body.append(inspector.root);
+  (document.querySelector('main') ?? document.body).append(inspector.root);
   status.textContent = 'Inspector';
   status.dataset.state = 'done';
+  // The height is final once the recording is shown (or has failed).
+  new MutationObserver((_, seen) => {
+    if (inspector.root.dataset.state === 'ready' || inspector.root.dataset.state === 'error') {
+      seen.disconnect();
+      announceReady();
+    }
+  }).observe(inspector.root, { attributes: true, attributeFilter: ['data-state'] });
   inspector.show(parseInspectParam(new URLSearchParams(location.search).get('inspect')) ?? undefined);
 }
 

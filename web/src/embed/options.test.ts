@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EffectiveConfig } from '../engine/protocol';
-import { DEFAULT_OPTIONS, embedUrl, estimateHeight, keySettings, optionsQuery, parseOptions, snippet } from './options';
+import { DEFAULT_OPTIONS, embedUrl, estimateHeight, keySettings, optionsQuery, parseOptions, scriptTag, snippet } from './options';
 
 describe('embed options', () => {
   it('round-trips through the query string, defaults left out', () => {
@@ -25,11 +25,18 @@ describe('embed options', () => {
     );
   });
 
-  it('writes a snippet with a title, escaped', () => {
-    const s = snippet({ url: 'https://h/embed.html?a=1&b=2#v1.x', scriptUrl: 'https://h/embed.js', title: 'A "quoted" <name>', width: 600, height: 420 });
+  it('writes a snippet with a title, escaped, and the script apart (once per page)', () => {
+    const s = snippet({ url: 'https://h/embed.html?a=1&b=2#v1.x', title: 'A "quoted" <name>', width: 600, height: 420 });
     expect(s).toContain('src="https://h/embed.html?a=1&amp;b=2#v1.x"');
     expect(s).toContain('title="A &quot;quoted&quot; &lt;name&gt;" width="600" height="420"');
-    expect(s).toContain('<script src="https://h/embed.js" async></script>');
+    expect(s).not.toContain('<script');
+    expect(scriptTag('https://h/embed.js')).toBe('<script src="https://h/embed.js" async></script>');
+  });
+
+  it('addresses the inspector view with its moment, and no results options', () => {
+    const o = { ...DEFAULT_OPTIONS, panels: ['kv' as const], clickToRun: true, inspect: '1522.5,aggregated/0/0,5' };
+    expect(embedUrl('https://h/index.html', '#v1.abc', o)).toBe('https://h/embed.html?inspect=1522.5,aggregated/0/0,5#v1.abc');
+    expect(embedUrl('https://h/index.html', '#v1.abc', { ...o, inspect: '', theme: 'dark' })).toBe('https://h/embed.html?inspect=&theme=dark#v1.abc');
   });
 
   it('estimates taller frames for narrower widths and more panels', () => {

@@ -31,6 +31,11 @@ export interface EmbedOptions {
   theme: Theme;
   /** Wait for a click before running (for heavy scenarios). */
   clickToRun: boolean;
+  /**
+   * Show the inspector (a live KV block map of the run) instead of the results: its moment
+   * as the playground's `?inspect=T,RANK,REQUEST` gives it ('' opens at the first pass).
+   */
+  inspect?: string;
 }
 
 export const DEFAULT_OPTIONS: EmbedOptions = { panels: ['cards', 'throughput', 'latency'], theme: 'light', clickToRun: false };
@@ -68,6 +73,12 @@ export function parseOptions(search: string): { options: EmbedOptions; problems:
 /** The query string for options, leaving defaults out ('' for all defaults). */
 export function optionsQuery(o: EmbedOptions): string {
   const q = new URLSearchParams();
+  if (o.inspect !== undefined) {
+    // The inspector view: its moment and the theme (panels and click-to-run are the results').
+    q.set('inspect', o.inspect);
+    if (o.theme !== DEFAULT_OPTIONS.theme) q.set('theme', o.theme);
+    return `?${q.toString().replace(/%2C/g, ',').replace(/%2F/g, '/')}`;
+  }
   const panels = PANEL_IDS.filter((p) => o.panels.includes(p));
   if (panels.join(',') !== DEFAULT_OPTIONS.panels.join(',')) q.set('panels', panels.join(','));
   if (o.theme !== DEFAULT_OPTIONS.theme) q.set('theme', o.theme);
@@ -89,6 +100,8 @@ export function embedUrl(base: string, hash: string, o: EmbedOptions): string {
  * below 600 px, two above). The builder replaces it with the preview's measured height.
  */
 export function estimateHeight(o: EmbedOptions, width: number): number {
+  // The inspector: its controls, the block map and the cards below it (one column when narrow).
+  if (o.inspect !== undefined) return width >= 900 ? 1100 : 1500;
   const inner = Math.max(200, width - 20);
   let h = 16 + 34 + 22 + 10; // padding, header, settings line, gaps
   if (o.panels.includes('cards')) {
@@ -105,16 +118,19 @@ const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '"': '&quot;', '<':
 const attr = (s: string) => s.replace(/[&"<>]/g, (c) => HTML_ESCAPES[c] ?? c);
 
 /**
- * The snippet a docs author pastes: an iframe with a `title` (for screen readers), its
- * default size (it fits without the script), lazy loading, and the script that sizes it to
- * its content.
+ * The snippet a docs author pastes for each embed: an iframe with a `title` (for screen
+ * readers), its default size (it fits without the script) and lazy loading.
  */
-export function snippet(p: { url: string; scriptUrl: string; title: string; width: number; height: number }): string {
+export function snippet(p: { url: string; title: string; width: number; height: number }): string {
   return [
     `<iframe src="${attr(p.url)}" title="${attr(p.title)}" width="${p.width}" height="${p.height}"`,
     `  style="max-width: 100%; border: 0" loading="lazy"></iframe>`,
-    `<script src="${attr(p.scriptUrl)}" async></script>`,
   ].join('\n');
+}
+
+/** The script that sizes every servesim frame of a page to its content: once per page. */
+export function scriptTag(scriptUrl: string): string {
+  return `<script src="${attr(scriptUrl)}" async></script>`;
 }
 
 const ROUTERS: Record<string, string> = { round_robin: 'round robin', random: 'random', kv_router: 'KV-aware router' };

@@ -7,7 +7,7 @@ import { type Boot, boot, intervalFor } from '../engine/boot';
 import { takeSpeculative } from '../engine/early';
 import type { EffectiveConfig } from '../engine/protocol';
 import { Charts } from '../results/charts';
-import { fmt, renderHeadline } from '../results/summary';
+import { fmt, HEADLINE, renderHeadline } from '../results/summary';
 import type { JsonObject } from '../scenario/json';
 import { decodeLink, LinkError } from '../scenario/link';
 import { pageUrl } from '../scenario/page-link';
@@ -15,6 +15,7 @@ import { element, showMessage } from '../ui/dom';
 import { explainMarked } from '../ui/glossary';
 import { Status } from '../ui/status';
 import { keySettings, PANEL_IDS, parseOptions } from './options';
+import { announceReady } from './resize';
 
 const status = new Status(element('#status'));
 const message = element('#message');
@@ -47,7 +48,27 @@ async function linkScenario(app: Boot, hash: string): Promise<JsonObject | null>
   }
 }
 
+/** Cards with no values yet, so the page has its final height before the results arrive. */
+function placeholderCards(): void {
+  if (!options.panels.includes('cards')) return;
+  const cards = HEADLINE.map(([key, label]) => {
+    const card = Object.assign(document.createElement('div'), { className: 'card placeholder' });
+    card.dataset.key = key;
+    card.append(Object.assign(document.createElement('div'), { className: 'label', textContent: label }));
+    card.append(Object.assign(document.createElement('div'), { className: 'value', textContent: '…' }));
+    return card;
+  });
+  // The mechanism's card (preemptions or retractions) comes last, as in the results.
+  const last = Object.assign(document.createElement('div'), { className: 'card placeholder' });
+  last.append(Object.assign(document.createElement('div'), { className: 'label', textContent: 'Preemptions' }));
+  last.append(Object.assign(document.createElement('div'), { className: 'value', textContent: '…' }));
+  element('#headline').replaceChildren(...cards, last);
+}
+
 function refuse(text: string): void {
+  // No numbers, and no placeholders for them either.
+  document.getElementById('headline')?.replaceChildren();
+  announceReady();
   document.body.dataset.state = 'error';
   status.set('error', 'Cannot show this scenario');
   showMessage(message, text);
@@ -78,6 +99,7 @@ async function run(app: Boot, scenario: JsonObject, isDefault: boolean, charts: 
     const shown = { label: 'run', result };
     if (options.panels.includes('cards')) renderHeadline(element('#headline'), [shown]);
     charts.render([shown]);
+    announceReady();
     const s = result.summary;
     const requests =
       s.completed_requests === s.num_requests ? `${fmt(s.num_requests)} requests` : `${fmt(s.completed_requests)} of ${fmt(s.num_requests)} requests completed`;
@@ -91,6 +113,7 @@ async function run(app: Boot, scenario: JsonObject, isDefault: boolean, charts: 
 
 async function start(): Promise<void> {
   keepPanels();
+  placeholderCards();
   const app = await boot().catch((e: Error) => {
     refuse(`The engine failed to load: ${e.message}`);
     return null;
@@ -117,6 +140,7 @@ async function start(): Promise<void> {
     takeSpeculative()?.cancel();
     status.set('ready', 'Ready: the run starts on a click');
     runButton.hidden = false;
+    announceReady();
     runButton.addEventListener('click', () => void run(app, chosen, false, charts), { once: true });
     return;
   }

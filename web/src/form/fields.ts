@@ -30,6 +30,8 @@ export interface Field {
   set?: (s: JsonObject, v: Json) => void;
   /** A seed: a button beside it draws a fresh one (from the engine's random source). */
   reseed?: boolean;
+  /** Shown under the section's "More settings" (collapsed until opened or used). */
+  advanced?: boolean;
 }
 
 /** What a custom editor in a section (a list) gets from the form. */
@@ -49,6 +51,8 @@ export interface Section {
   title: string;
   fields: Field[];
   widgets?: Widget[];
+  /** Closed until opened, or until the scenario sets one of its fields. */
+  collapsed?: boolean;
 }
 
 const opts = (...values: [string, string][]) => values.map(([value, label]) => ({ value, label }));
@@ -85,16 +89,18 @@ export const ENGINE: Section = {
     },
     { path: 'engine.max_num_seqs', label: 'Max running requests', kind: 'int', unit: 'per rank', min: 1, nullable: 'unbounded' },
     { path: 'engine.max_num_batched_tokens', label: 'Token budget per pass', kind: 'int', unit: 'tokens', min: 1, nullable: 'unbounded' },
-    { path: 'engine.enable_chunked_prefill', label: 'Chunked prefill', kind: 'bool' },
-    { path: 'engine.enable_prefix_caching', label: 'Prefix caching', kind: 'bool' },
+    { path: 'engine.enable_chunked_prefill', advanced: true, label: 'Chunked prefill', kind: 'bool' },
+    { path: 'engine.enable_prefix_caching', advanced: true, label: 'Prefix caching', kind: 'bool' },
     {
       path: 'engine.preemption_mode',
+      advanced: true,
       label: 'Preemption victim',
       kind: 'enum',
       options: opts(['lifo', 'LIFO: newest running'], ['fifo', 'FIFO: oldest running']),
     },
     {
       path: 'engine.kv_manager',
+      advanced: true,
       label: 'KV block manager',
       kind: 'enum',
       options: opts(['native', 'native (vLLM block pool)'], ['kvbm', 'kvbm (logical, pluggable eviction)']),
@@ -103,6 +109,7 @@ export const ENGINE: Section = {
     },
     {
       path: 'engine.eviction_backend',
+      advanced: true,
       label: 'Eviction backend',
       kind: 'enum',
       options: opts(['lineage', 'lineage (leaves first)'], ['lru', 'LRU'], ['multi_lru', 'multi-LRU + TinyLFU']),
@@ -110,14 +117,25 @@ export const ENGINE: Section = {
       help: 'Which cached block the kvbm manager evicts first when the pool is full',
       when: (s) => !sglang(s) && getPath(s, 'engine.kv_manager') === 'kvbm',
     },
-    { path: 'engine.max_model_len', label: 'Max model length', kind: 'int', unit: 'tokens', min: 1, nullable: 'none', when: (s) => !sglang(s) },
-    { path: 'engine.speedup_ratio', label: 'Speed-up ratio', kind: 'float', unit: '×', min: 0, help: 'Divides every modelled duration' },
+    { path: 'engine.max_model_len', advanced: true, label: 'Max model length', kind: 'int', unit: 'tokens', min: 1, nullable: 'none', when: (s) => !sglang(s) },
+    {
+      path: 'engine.speedup_ratio',
+      advanced: true,
+      label: 'Speed-up ratio',
+      kind: 'float',
+      unit: '×',
+      min: 0,
+      minExclusive: true,
+      help: 'Divides every modelled duration',
+    },
     {
       path: 'engine.decode_speedup_ratio',
+      advanced: true,
       label: 'Decode speed-up',
       kind: 'float',
       unit: '×',
       min: 0,
+      minExclusive: true,
       help: 'Extra divisor for decode (speculative decoding)',
     },
     {
@@ -133,10 +151,16 @@ export const ENGINE: Section = {
   ],
 };
 
+/** The scenario's name and its seeds (the same seeds give the same run, bit for bit). */
 export const SCENARIO: Section = {
   id: 'scenario',
-  title: 'Scenario',
-  fields: [{ path: 'name', label: 'Name', kind: 'text', max: 120, nullable: 'untitled', optional: true, help: 'Shown as the title of the embed view' }],
+  title: 'Name and seeds',
+  collapsed: true,
+  fields: [
+    { path: 'name', label: 'Name', kind: 'text', max: 120, nullable: 'untitled', optional: true, help: 'Shown as the title of the embed view' },
+    { path: 'seed', label: 'Seed', kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, help: 'Seeds routing ties and sampling', reseed: true },
+    { path: 'workload.seed', label: 'Workload seed', kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, when: synthetic, reseed: true },
+  ],
 };
 
 export const CLUSTER: Section = {
@@ -175,9 +199,10 @@ export const CLUSTER: Section = {
       when: kvRouter,
       help: '0 = lowest cost; > 0 = softmax sampling',
     },
-    { path: 'dp_size', label: 'DP ranks per worker', kind: 'int', min: 1, max: 1024 },
+    { path: 'dp_size', advanced: true, label: 'DP ranks per worker', kind: 'int', min: 1, max: 1024 },
     {
       path: 'cluster.num_prefill_workers',
+      advanced: true,
       label: 'Prefill workers',
       kind: 'int',
       min: 0,
@@ -185,9 +210,10 @@ export const CLUSTER: Section = {
       fallback: 0,
       help: 'Disaggregated serving when both pools are > 0',
     },
-    { path: 'cluster.num_decode_workers', label: 'Decode workers', kind: 'int', min: 0, max: 4096, fallback: 0 },
+    { path: 'cluster.num_decode_workers', advanced: true, label: 'Decode workers', kind: 'int', min: 0, max: 4096, fallback: 0 },
     {
       path: 'engine.kv_transfer_bandwidth',
+      advanced: true,
       label: 'KV transfer bandwidth',
       kind: 'float',
       unit: 'GB/s',
@@ -197,12 +223,12 @@ export const CLUSTER: Section = {
     },
     {
       path: 'engine.kv_transfer_timing_mode',
+      advanced: true,
       label: 'Transfer charged for',
       kind: 'enum',
       options: opts(['full_prompt', 'the whole prompt'], ['destination_missing', 'blocks missing at the decode side']),
       when: disagg,
     },
-    { path: 'seed', label: 'Seed', kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, help: 'Seeds routing ties and sampling', reseed: true },
   ],
 };
 
@@ -213,6 +239,7 @@ export const WORKLOAD: Section = {
     { path: 'workload.num_requests', label: 'Requests', kind: 'int', min: 1, max: 2_000_000, when: synthetic },
     {
       path: 'workload.arrival',
+      advanced: true,
       label: 'Arrivals',
       kind: 'enum',
       options: opts(['poisson', 'Poisson'], ['constant', 'constant rate'], ['gamma', 'gamma (burstiness)'], ['burst', 'all at t = 0']),
@@ -229,6 +256,7 @@ export const WORKLOAD: Section = {
     },
     {
       path: 'workload.smoothness',
+      advanced: true,
       label: 'Gamma shape',
       kind: 'float',
       min: 0,
@@ -237,13 +265,21 @@ export const WORKLOAD: Section = {
       when: (s) => synthetic(s) && getPath(s, 'workload.arrival') === 'gamma',
     },
     { path: 'workload.input_tokens.mean', label: 'Prompt length, mean', kind: 'float', unit: 'tokens', min: 1, max: 1e6, when: synthetic },
-    { path: 'workload.input_tokens.stddev', label: 'Prompt length, std dev', kind: 'float', unit: 'tokens', min: 0, when: synthetic },
+    { path: 'workload.input_tokens.stddev', advanced: true, label: 'Prompt length, std dev', kind: 'float', unit: 'tokens', min: 0, when: synthetic },
     { path: 'workload.output_tokens.mean', label: 'Output length, mean', kind: 'float', unit: 'tokens', min: 1, max: 1e6, when: synthetic },
-    { path: 'workload.output_tokens.stddev', label: 'Output length, std dev', kind: 'float', unit: 'tokens', min: 0, when: synthetic },
-    { path: 'workload.num_prefix_groups', label: 'Shared-prefix groups', kind: 'int', min: 0, max: 1_000_000, when: synthetic, help: '0 = no shared prefixes' },
-    { path: 'workload.shared_prefix_ratio', label: 'Shared fraction of prompt', kind: 'float', min: 0, max: 1, when: synthetic },
-    { path: 'workload.block_tokens', label: 'Prefix granularity', kind: 'int', unit: 'tokens', min: 1, when: synthetic },
-    { path: 'workload.seed', label: 'Workload seed', kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, when: synthetic, reseed: true },
+    { path: 'workload.output_tokens.stddev', advanced: true, label: 'Output length, std dev', kind: 'float', unit: 'tokens', min: 0, when: synthetic },
+    {
+      path: 'workload.num_prefix_groups',
+      advanced: true,
+      label: 'Shared-prefix groups',
+      kind: 'int',
+      min: 0,
+      max: 1_000_000,
+      when: synthetic,
+      help: '0 = no shared prefixes',
+    },
+    { path: 'workload.shared_prefix_ratio', advanced: true, label: 'Shared fraction of prompt', kind: 'float', min: 0, max: 1, when: synthetic },
+    { path: 'workload.block_tokens', advanced: true, label: 'Prefix granularity', kind: 'int', unit: 'tokens', min: 1, when: synthetic },
     {
       path: 'workload.trace_block_size',
       label: 'Trace block size',
@@ -270,6 +306,7 @@ export const IMAGES: Section = {
   title: 'Workload',
   fields: [
     {
+      advanced: true,
       path: 'workload.images.per_request',
       label: 'Images per request',
       kind: 'int',
@@ -289,6 +326,7 @@ export const IMAGES: Section = {
       },
     },
     {
+      advanced: true,
       path: 'workload.images.tokens_per_image',
       label: 'Tokens per image',
       kind: 'int',
@@ -300,6 +338,7 @@ export const IMAGES: Section = {
       when: images,
     },
     {
+      advanced: true,
       path: 'workload.images.distinct',
       label: 'Distinct images',
       kind: 'int',
@@ -311,6 +350,7 @@ export const IMAGES: Section = {
       when: images,
     },
     {
+      advanced: true,
       path: 'engine.max_num_encoder_input_tokens',
       label: 'Encoder budget per pass',
       kind: 'int',
@@ -322,6 +362,7 @@ export const IMAGES: Section = {
       when: images,
     },
     {
+      advanced: true,
       path: 'engine.encoder_cache_size',
       label: 'Encoder cache',
       kind: 'int',
@@ -334,6 +375,7 @@ export const IMAGES: Section = {
       when: images,
     },
     {
+      advanced: true,
       path: 'engine.encoder_ms_per_token',
       label: 'Encoder time',
       kind: 'float',

@@ -9,7 +9,7 @@
 // again for whatever the settings become.
 
 import type { EffectiveConfig, PoolConfig, Presets } from '../engine/protocol';
-import { clone, getPath, isObject, type Json, type JsonObject, setPath } from '../scenario/json';
+import { clone, deepEqual, getPath, isObject, type Json, type JsonObject, setPath } from '../scenario/json';
 import { elAttrs as el } from '../ui/dom';
 import { CLUSTER, ENGINE, type Field, formatValue, IMAGES, PERF, parseField, SCENARIO, type Section, WORKLOAD } from './fields';
 import { LOAD_FIELDS, OFFLOAD, SCALING, SERVICE } from './harness-fields';
@@ -65,6 +65,12 @@ function idFor(path: string): string {
 const n0 = (v: number) => v.toLocaleString('en-US', { maximumFractionDigits: 0 });
 const n1 = (v: number) => v.toLocaleString('en-US', { maximumFractionDigits: 1, minimumFractionDigits: 1 });
 
+/**
+ * Test hook: every section and "More settings" group open from the start (the end-to-end tests
+ * of individual settings set it; the tests of the page's first look do not).
+ */
+const OPEN_ALL = (globalThis as { __servesimOpenForm?: boolean }).__servesimOpenForm === true;
+
 interface Row {
   field: Field;
   row: HTMLElement;
@@ -114,7 +120,6 @@ export class ConfigForm {
     this.engine = engine;
     this.model = new ModelChoice(ctx);
     root.addEventListener('submit', (e) => e.preventDefault());
-    this.render(SCENARIO);
     this.section('Model and hardware', (body) => modelPicker(body, ctx, this.model), 'model');
     this.render(ENGINE);
     this.capacityLine(this.root.querySelector('#s-engine .fields') as HTMLElement);
@@ -126,7 +131,7 @@ export class ConfigForm {
     this.render(PERF, this.root.querySelector('#s-perf') as HTMLElement);
     this.render(LOAD_FIELDS, this.root.querySelector('#s-workload') as HTMLElement);
     this.render(IMAGES, this.root.querySelector('#s-workload') as HTMLElement);
-    for (const sec of [SERVICE, SCALING, OFFLOAD]) this.render(sec);
+    for (const sec of [SERVICE, SCALING, OFFLOAD, SCENARIO]) this.render(sec);
     const other = el('div', { class: 'effect', id: 'other-effects' });
     this.root.append(other);
     this.refresh();
@@ -149,6 +154,7 @@ export class ConfigForm {
     this.invalid.clear();
     this.model.adopt(this.state);
     this.refresh(true);
+    this.openUsed();
   }
 
   /** The engine's figures for the scenario on screen, or null while it is refused. */
@@ -165,12 +171,28 @@ export class ConfigForm {
     return undefined;
   }
 
+  /** Switches the workload to an uploaded trace and puts the file picker in view (`pick`: opens it). */
+  showTraceUpload(pick = false): void {
+    const select = this.root.querySelector<HTMLSelectElement>('#f-workload-type');
+    if (select && select.value !== 'trace') {
+      select.value = 'trace';
+      select.dispatchEvent(new Event('change'));
+    }
+    const file = this.root.querySelector<HTMLInputElement>('#f-trace');
+    if (!file) return;
+    for (let d = file.closest('details'); d; d = d.parentElement?.closest('details') ?? null) d.open = true;
+    file.scrollIntoView({ block: 'center' });
+    file.focus();
+    if (pick) file.click();
+  }
+
   get invalidFields(): string[] {
     return [...this.invalid];
   }
 
-  private section(title: string, build: (body: HTMLElement) => void, id = title.toLowerCase()): HTMLElement {
-    const details = el('details', { id: `s-${id}`, open: '' });
+  private section(title: string, build: (body: HTMLElement) => void, id = title.toLowerCase(), collapsed = false): HTMLElement {
+    const details = el('details', { id: `s-${id}` });
+    details.open = !collapsed || OPEN_ALL;
     details.append(el('summary', {}, title));
     const body = el('div', { class: 'fields' });
     details.append(body);
@@ -179,11 +201,44 @@ export class ConfigForm {
     return body;
   }
 
+  /** The "More settings" group at the end of a section's body (made on first use). */
+  private moreOf(body: HTMLElement): HTMLElement {
+    const existing = body.querySelector<HTMLElement>(':scope > details.more > .fields');
+    if (existing) return existing;
+    const details = el('details', { class: 'more' });
+    details.open = OPEN_ALL;
+    details.append(el('summary', {}, 'More settings'));
+    const more = el('div', { class: 'fields' });
+    details.append(more);
+    body.append(details);
+    return more;
+  }
+
   private render(sec: Section, into?: HTMLElement): void {
-    const body = into ? (into.querySelector('.fields') as HTMLElement) : this.section(sec.title, () => {}, sec.id);
-    for (const field of sec.fields) body.append(this.fieldRow(field));
+    const body = into ? (into.querySelector('.fields') as HTMLElement) : this.section(sec.title, () => {}, sec.id, sec.collapsed);
+    for (const field of sec.fields) {
+      const row = this.fieldRow(field);
+      if (field.advanced) this.moreOf(body).append(row);
+      else body.insertBefore(row, body.querySelector(':scope > details.more'));
+    }
     const ctx = { scenario: () => this.state, changed: () => this.changed(), flag: this.flag.bind(this) };
     for (const w of sec.widgets ?? []) this.specials.push(w(body, ctx));
+  }
+
+  /**
+   * Opens the collapsed groups (a closed section, a "More settings") whose fields the
+   * scenario sets away from their defaults: a link or a lesson shows what it changed.
+   */
+  private openUsed(): void {
+    const used = (f: Field) => {
+      const v = f.get ? f.get(this.state) : getPath(this.state, f.path);
+      const d = f.get ? f.get(this.defaults) : this.defaultOf(f);
+      return v !== undefined && !deepEqual(v, d ?? null);
+    };
+    for (const r of this.rows) {
+      if (r.row.hidden || !used(r.field)) continue;
+      for (let d = r.row.closest('details'); d; d = d.parentElement?.closest('details') ?? null) d.open = true;
+    }
   }
 
   /** Removes the objects a field's removal left empty, where the defaults have none (`slo: {}`). */
@@ -270,6 +325,8 @@ export class ConfigForm {
     const box = row.querySelector('.error') as HTMLElement;
     box.textContent = error ?? '';
     if (error) {
+      // An invalid field is never hidden in a closed group (the message names it).
+      for (let d = row.closest('details'); d; d = d.parentElement?.closest('details') ?? null) d.open = true;
       this.invalid.add(key);
       input.setAttribute('aria-invalid', 'true');
       row.classList.add('invalid');
@@ -348,9 +405,14 @@ export class ConfigForm {
     for (const e of this.root.querySelectorAll<HTMLElement>('.effect')) e.textContent = '';
     const other = this.root.querySelector('#other-effects') as HTMLElement | null;
     for (const n of this.config?.no_effect ?? []) {
+      if (n.field === 'engine.timing_model') {
+        // One note, beside the model, and only once a model is chosen that the timing ignores.
+        const note = this.root.querySelector<HTMLElement>('#timing-note');
+        if (note && this.model.choice() !== '') note.textContent = n.reason;
+        continue;
+      }
       const rows = [...this.root.querySelectorAll<HTMLElement>('.field[data-path]')].filter((r) => r.dataset.path === n.field && !r.hidden);
       const target = rows.map((r) => r.querySelector<HTMLElement>('.effect'));
-      if (n.field === 'engine.timing_model') target.push(this.root.querySelector<HTMLElement>('#timing-note'));
       const shown = target.filter((t): t is HTMLElement => t !== null);
       if (shown.length === 0 && other) other.textContent += `${n.field}: ${n.reason}. `;
       for (const t of shown) t.textContent = n.reason;

@@ -25,6 +25,7 @@ export const LOAD_FIELDS: Section = {
   fields: [
     {
       path: 'workload.concurrency',
+      advanced: true,
       label: 'Users (closed loop)',
       kind: 'int',
       min: 1,
@@ -34,9 +35,20 @@ export const LOAD_FIELDS: Section = {
       optional: true,
       help: 'At most this many sessions in flight, each starting when one ends; empty: arrivals as configured',
     },
-    { path: 'workload.turns_per_session', label: 'Turns per session', kind: 'int', min: 1, max: 10_000, fallback: 1, optional: true, when: synthetic },
+    {
+      path: 'workload.turns_per_session',
+      advanced: true,
+      label: 'Turns per session',
+      kind: 'int',
+      min: 1,
+      max: 10_000,
+      fallback: 1,
+      optional: true,
+      when: synthetic,
+    },
     {
       path: 'workload.think_time_ms',
+      advanced: true,
       label: 'Think time',
       kind: 'float',
       unit: 'ms',
@@ -67,6 +79,7 @@ export const LOAD_FIELDS: Section = {
 export const SERVICE: Section = {
   id: 'slo',
   title: 'Service levels and limits',
+  collapsed: true,
   fields: [
     ...(['ttft', 'itl', 'e2e'] as const).map(
       (k): Field => ({
@@ -130,6 +143,7 @@ function setScalingMode(s: JsonObject, v: Json): void {
 export const SCALING: Section = {
   id: 'scaling',
   title: 'Scaling',
+  collapsed: true,
   fields: [
     {
       path: 'scaling-mode',
@@ -252,6 +266,7 @@ function tierSwitch(path: string, fresh: () => JsonObject): Pick<Field, 'get' | 
 export const OFFLOAD: Section = {
   id: 'offload',
   title: 'KV offload tiers',
+  collapsed: true,
   fields: [
     {
       path: 'offload-g2',

@@ -10,7 +10,20 @@ import type { Engine } from '../engine/client';
 import type { EventsRecording } from '../engine/protocol';
 import { el } from '../ui/dom';
 import { LESSONS, type Lesson, lessonVariant } from './lessons';
-import { type ClusterState, type Ev, parseEvents, Replay, rankKey, rankLabel, routerChoice } from './model';
+import {
+  type ClusterState,
+  type Ev,
+  isMoment,
+  MOMENTS,
+  type MomentKind,
+  parseEvents,
+  Replay,
+  rankKey,
+  rankLabel,
+  requestOf,
+  routerChoice,
+  stepMoment,
+} from './model';
 import { BlockMap, fmtMs, renderLog, renderPoolBar, renderQueues, renderRadixTree, renderRouter, renderTimeline } from './view';
 
 /** Runs of more requests are recorded over a time window only. */
@@ -29,6 +42,8 @@ export interface InspectorHost {
   files(): Record<string, Uint8Array> | undefined;
   /** Applies a lesson's partial scenario (through the form, like a link). */
   applyScenario?(partial: Record<string, unknown>): void;
+  /** Puts back the scenario the user had before the first lesson. */
+  restoreScenario?(): void;
 }
 
 /** `?inspect=T,RANK,REQUEST`: the inspector's state in a link. */
@@ -66,7 +81,11 @@ export class Inspector {
   private note = el('p', { id: 'inspector-note', className: 'inspector-note', hidden: true });
   private lessonNote = el('div', { className: 'inspector-lesson', hidden: true });
   private rankSel = el('select', { id: 'inspector-rank', title: 'Which worker rank to show' });
-  private scrub = el('input', { id: 'inspector-scrub', type: 'range', min: '0', max: '0', step: 'any', value: '0' });
+  private momentSel = el('select', { id: 'inspector-moment', ariaLabel: 'Kind of event to jump to' });
+  private prevMoment = el('button', { id: 'inspector-prev-moment', type: 'button', textContent: '◀ previous', title: 'The previous event of the chosen kind' });
+  private nextMoment = el('button', { id: 'inspector-next-moment', type: 'button', textContent: 'next ▶', title: 'The next event of the chosen kind' });
+  private momentNote = el('span', { id: 'inspector-moment-note', className: 'inspector-sub', role: 'status' });
+  private scrub = el('input', { id: 'inspector-scrub', type: 'range', min: '0', max: '0', step: 'any', value: '0', ariaLabel: 'Time in the recording' });
   private clock = el('output', { id: 'inspector-clock' });
   private playBtn = el('button', { id: 'inspector-play', type: 'button', textContent: '▶ Play' });
   private backBtn = el('button', { id: 'inspector-back', type: 'button', textContent: '◀ Pass', title: 'Step one pass back (this rank)' });
@@ -90,8 +109,16 @@ export class Inspector {
   private queues = el('div', { id: 'inspector-queues' });
   private timeline = el('div', { id: 'inspector-timeline' });
   private router = el('div', { id: 'inspector-router' });
-  private logKind = el('select', { id: 'inspector-log-kind', title: 'Show one kind of event' });
-  private logReq = el('input', { id: 'inspector-log-request', type: 'text', inputMode: 'numeric', placeholder: 'request #', size: 8 });
+  private logKind = el('select', { id: 'inspector-log-kind', title: 'Show one kind of event', ariaLabel: 'Show one kind of event' });
+  private logReq = el('input', {
+    id: 'inspector-log-request',
+    type: 'text',
+    inputMode: 'numeric',
+    placeholder: 'request #',
+    size: 8,
+    ariaLabel: 'Show one request',
+  });
+  private logRaw = el('input', { id: 'inspector-log-raw', type: 'checkbox' });
   private log = el('div', { id: 'inspector-log' });
 
   private replay: Replay | null = null;
@@ -106,6 +133,10 @@ export class Inspector {
   private jobFor: string | null = null;
   private seq = 0;
   private pending: InspectLink | null = null;
+  /** The moment to open at once the recording under way is ready (a lesson's). */
+  private pendingMoment: MomentKind | null = null;
+  /** A lesson's scenario is on its way to the form: record that one, not the one on screen. */
+  private awaitingLesson = false;
 
   constructor(private host: InspectorHost) {
     this.root.dataset.inspector = '';
@@ -142,6 +173,8 @@ export class Inspector {
       this.clock,
       el('label', {}, 'rank ', this.rankSel),
     );
+    for (const [k, label] of Object.entries(MOMENTS)) this.momentSel.append(el('option', { value: k, textContent: label }));
+    const moments = el('div', { className: 'inspector-moments' }, 'Jump to a ', this.momentSel, ' ', this.prevMoment, this.nextMoment, ' ', this.momentNote);
     this.blocksBox.append(this.blockMap.root);
     const blocks = el('div', {}, this.passInfo, this.blocksBox, this.treeBox);
     for (const k of [
@@ -162,7 +195,12 @@ export class Inspector {
     ]) {
       this.logKind.append(el('option', { value: k, textContent: k || 'all kinds' }));
     }
-    const logBox = el('div', {}, el('div', { className: 'inspector-log-filter' }, this.logKind, this.logReq), this.log);
+    const logBox = el(
+      'div',
+      {},
+      el('div', { className: 'inspector-log-filter' }, this.logKind, this.logReq, el('label', {}, this.logRaw, ' raw lines')),
+      this.log,
+    );
     const grid = el(
       'div',
       { className: 'inspector-grid' },
@@ -173,7 +211,7 @@ export class Inspector {
       section('Event log', logBox, 'wide'),
     );
     if (this.host.applyScenario) this.root.append(lessons);
-    this.root.append(head, this.lessonNote, this.status, this.note, controls, grid);
+    this.root.append(head, this.lessonNote, this.status, this.note, controls, moments, grid);
 
     this.recordBtn.addEventListener('click', () => void this.record());
     this.exportBtn.addEventListener('click', () => this.download());
@@ -190,6 +228,9 @@ export class Inspector {
       this.render();
     });
     this.logKind.addEventListener('change', () => this.renderLog());
+    this.logRaw.addEventListener('change', () => this.renderLog());
+    this.prevMoment.addEventListener('click', () => this.jump(-1));
+    this.nextMoment.addEventListener('click', () => this.jump(1));
     this.logReq.addEventListener('input', () => this.renderLog());
     this.root.addEventListener('keydown', (e) => {
       if (e.target instanceof HTMLInputElement && e.target.type !== 'range') return;
@@ -209,6 +250,7 @@ export class Inspector {
   show(at?: InspectLink): void {
     this.root.hidden = false;
     if (at) this.pending = at;
+    if (this.awaitingLesson) return;
     if (this.recordedFor !== this.host.scenarioJson()) void this.record();
     else if (this.pending) this.applyLink();
   }
@@ -223,8 +265,21 @@ export class Inspector {
   scenarioChanged(): void {
     // Closed, it records when opened; open, a recording of other settings (done or under
     // way) is replaced.
+    this.awaitingLesson = false;
     const want = this.host.scenarioJson();
     if (this.open && (this.job ? this.jobFor : this.recordedFor) !== want) void this.record();
+    else if (this.open && !this.job && this.pendingMoment && this.replay) {
+      // A lesson whose scenario is already recorded: straight to its moment.
+      this.momentSel.value = this.pendingMoment;
+      this.pendingMoment = null;
+      this.jump(1, -1);
+    }
+  }
+
+  /** Applies a lesson by its id (its own setting, variant 0). */
+  startLesson(id: string): void {
+    const l = LESSONS.find((x) => x.id === id);
+    if (l) this.lesson(l);
   }
 
   /** Applies variant `i` of a lesson (0: the lesson itself), with buttons for the others. */
@@ -239,15 +294,25 @@ export class Inspector {
       b.addEventListener('click', () => this.lesson(l, k));
       variants.append(b);
     }
+    this.momentSel.value = l.at;
+    this.pendingMoment = l.at;
+    this.awaitingLesson = this.host.applyScenario !== undefined;
+    this.host.applyScenario?.(v.scenario);
+    const back = el('button', { type: 'button', id: 'lesson-back', textContent: 'Back to my scenario' });
+    back.addEventListener('click', () => {
+      this.lessonNote.hidden = true;
+      this.pendingMoment = null;
+      this.host.restoreScenario?.();
+    });
+    back.hidden = !this.host.restoreScenario;
     this.lessonNote.hidden = false;
-    this.lessonNote.replaceChildren(el('p', {}, `${l.title} (${v.label}): ${v.look}`), variants);
+    this.lessonNote.replaceChildren(el('p', {}, `${l.title} (${v.label}): ${v.look}`), variants, back);
     this.lessonNote.dataset.lesson = l.id;
     this.lessonNote.dataset.variant = String(i);
-    this.host.applyScenario?.(v.scenario);
   }
 
   private setControls(on: boolean): void {
-    for (const b of [this.playBtn, this.backBtn, this.fwdBtn, this.scrub, this.rankSel]) b.disabled = !on;
+    for (const b of [this.playBtn, this.backBtn, this.fwdBtn, this.scrub, this.rankSel, this.momentSel, this.prevMoment, this.nextMoment]) b.disabled = !on;
   }
 
   private window(): { from: number; to: number } {
@@ -326,7 +391,13 @@ export class Inspector {
     this.root.dataset.events = String(events.length);
     this.root.dataset.complete = String(rec.complete);
     if (this.pending) this.applyLink();
-    else {
+    else if (this.pendingMoment && !this.awaitingLesson) {
+      // A lesson opens at its moment: the first event of its kind.
+      const kind = this.pendingMoment;
+      this.pendingMoment = null;
+      this.momentSel.value = kind;
+      if (!this.jump(1, -1)) this.seek(this.replay.stepPass(-1, 1, this.rank ?? undefined));
+    } else {
       // Open at the first pass of the shown rank: something to look at.
       this.seek(this.replay.stepPass(-1, 1, this.rank ?? undefined));
     }
@@ -410,6 +481,34 @@ export class Inspector {
     this.root.dataset.playing = 'false';
   }
 
+  /**
+   * To the next (1) or previous (-1) event of the chosen kind, from `from` (the cursor): its
+   * rank is shown and its request selected. False when there is none that way.
+   */
+  jump(dir: 1 | -1, from = this.cursor): boolean {
+    if (!this.replay) return false;
+    this.pause();
+    const kind = this.momentSel.value as MomentKind;
+    const i = stepMoment(this.replay.events, from, dir, kind);
+    const total = this.replay.events.filter((e) => isMoment(e, kind)).length;
+    if (i < 0) {
+      this.momentNote.textContent = total === 0 ? `No ${MOMENTS[kind]} in this recording.` : `No ${dir > 0 ? 'later' : 'earlier'} ${MOMENTS[kind]}.`;
+      return false;
+    }
+    const e = this.replay.events[i] as Ev;
+    if ('pool' in e && this.replay.rankKeys.includes(rankKey(e))) {
+      this.rank = rankKey(e);
+      this.rankSel.value = this.rank;
+    }
+    const req = requestOf(e);
+    if (req !== undefined) this.selected = req;
+    const nth = this.replay.events.slice(0, i + 1).filter((x) => isMoment(x, kind)).length;
+    this.momentNote.textContent = `${MOMENTS[kind]} ${nth} of ${total}, at ${fmtMs(e.t_ms)}`;
+    this.root.dataset.moment = kind;
+    this.seek(i);
+    return true;
+  }
+
   /** One pass of the shown rank forward or back. */
   step(dir: 1 | -1, stopPlaying = true): void {
     if (!this.replay) return;
@@ -479,7 +578,7 @@ export class Inspector {
 
   private renderLog(): void {
     if (!this.replay) return;
-    renderLog(this.log, this.replay.events, this.cursor, { kind: this.logKind.value, request: this.logReq.value.trim() });
+    renderLog(this.log, this.replay.events, this.cursor, { kind: this.logKind.value, request: this.logReq.value.trim(), raw: this.logRaw.checked });
   }
 
   /** The inspector's state into the URL (`?inspect=…`), so Copy link carries it. */

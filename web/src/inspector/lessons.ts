@@ -4,6 +4,7 @@
 // (the defaults fill the rest), applied through the form like any link.
 
 import { type JsonObject, merge } from '../scenario/json';
+import type { MomentKind } from './model';
 
 /** The lesson's scenario with one setting changed, and what changes to look for. */
 export interface Variant {
@@ -22,8 +23,8 @@ export interface Lesson {
   /** The lesson's own setting first (its label), then the ones to compare it with. */
   label: string;
   compare: Variant[];
-  /** Where the inspector opens: a time (ms) and a rank. */
-  open?: { t_ms?: number; rank?: string };
+  /** The moment the inspector opens at: the first event of this kind (moments in model.ts). */
+  at: MomentKind;
 }
 
 /** Variant `i` of a lesson (0: the lesson itself), as a partial scenario and its text. */
@@ -46,6 +47,7 @@ export const LESSONS: Lesson[] = [
   {
     id: 'prefix-reuse',
     title: 'Prefix cache reuse',
+    at: 'reuse',
     look: 'Eight requests share one 1,024-token system prompt. The first computes it; the next ones are admitted with those blocks already cached: purple cells are blocks held by several requests at once, and each admission in the log says how many prompt tokens it reused.',
     label: 'caching on',
     compare: [
@@ -72,7 +74,8 @@ export const LESSONS: Lesson[] = [
   {
     id: 'preemption',
     title: 'Preemption under KV pressure',
-    look: 'A pool of 256 blocks cannot hold every running request as their outputs grow. When a running request needs a block and none is free, vLLM preempts the most recently admitted one (LIFO): its blocks turn free or cached, its chip goes back to the head of the queue, and it recomputes later. Step until a "preempted" line appears in the log.',
+    at: 'preempted',
+    look: 'A pool of 256 blocks cannot hold every running request as their outputs grow. When a running request needs a block and none is free, vLLM preempts the most recently admitted one (LIFO): its blocks turn free or cached, its chip goes back to the head of the queue, and it recomputes later. The inspector opens at the first preemption; "next" finds the others.',
     label: 'LIFO',
     compare: [
       {
@@ -97,6 +100,7 @@ export const LESSONS: Lesson[] = [
   {
     id: 'eviction',
     title: 'Eviction of cached prefixes',
+    at: 'evicted',
     look: 'Six prompt families take turns on a pool too small to cache them all. Finished requests leave their blocks cached (green); a new family needs room, so the least recently used cached blocks are evicted (red for the pass they go) and "removed" lines tell the router.',
     label: 'native pool',
     compare: [
@@ -128,6 +132,7 @@ export const LESSONS: Lesson[] = [
   {
     id: 'kv-routing',
     title: 'KV-aware routing',
+    at: 'routing',
     look: "Four workers and four prompt families. Select a request: the router table lists each worker's cost and the prefix blocks it believed that worker cached; the request goes to the cheapest, usually the worker that already holds its family's prefix. Compare with round robin.",
     label: 'KV-aware',
     compare: [

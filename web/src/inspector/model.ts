@@ -562,3 +562,39 @@ export function routerChoice(replay: Replay, id: number): RouterChoice | null {
       : Array.from({ length: n }, (_, i) => ({ key: pool[i] ?? `${e.pool}/target ${i}`, cost: costs?.[i] ?? null, overlap: overlap?.[i] ?? null }));
   return { t_ms: e.t_ms, chosen, targets };
 }
+
+/** Moments a lesson opens at and the "next event of this kind" buttons step between. */
+export const MOMENTS = {
+  preempted: 'preemption',
+  evicted: 'eviction of cached blocks',
+  reuse: 'admission that reused cached blocks',
+  routing: 'routing choice',
+  admitted: 'admission',
+  first_token: 'first token',
+  finished: 'finished request',
+  transfer_start: 'KV transfer',
+} as const;
+export type MomentKind = keyof typeof MOMENTS;
+
+/** Whether event `e` is a moment of `kind`. */
+export function isMoment(e: Ev, kind: MomentKind): boolean {
+  switch (kind) {
+    case 'preempted':
+      return e.kind === 'preempted' || e.kind === 'retracted';
+    case 'evicted':
+      return e.kind === 'removed';
+    case 'reuse':
+      return e.kind === 'admitted' && e.cached_tokens > 0;
+    case 'routing':
+      // A choice the router costed, where some target held part of the prefix.
+      return e.kind === 'routed' && (e.overlap_blocks ?? []).some((b) => b > 0);
+    default:
+      return e.kind === kind;
+  }
+}
+
+/** The next (dir 1) or previous (dir -1) moment of `kind` from event `i`; -1 when none. */
+export function stepMoment(events: Ev[], i: number, dir: 1 | -1, kind: MomentKind): number {
+  for (let j = i + dir; j >= 0 && j < events.length; j += dir) if (isMoment(events[j] as Ev, kind)) return j;
+  return -1;
+}

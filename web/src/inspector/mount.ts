@@ -68,3 +68,11 @@ export function openFromLink(inspector: Inspector): void {
   inspector.show(at);
   document.getElementById('open-inspector')?.setAttribute('aria-expanded', 'true');
 }
+
+/** Opens the inspector on a lesson (the "Try" line's student entry). */
+export function openLesson(inspector: Inspector, id: string): void {
+  inspector.show();
+  inspector.startLesson(id);
+  document.getElementById('open-inspector')?.setAttribute('aria-expanded', 'true');
+  inspector.root.scrollIntoView({ block: 'start' });
+}

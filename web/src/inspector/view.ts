@@ -385,17 +385,17 @@ export function renderRouter(root: HTMLElement, choice: RouterChoice | null): vo
 }
 
 /** Event log lines around the cursor, filtered by kind and request. */
-export function renderLog(root: HTMLElement, events: Ev[], cursor: number, filter: { kind: string; request: string }, around = 80): void {
+export function renderLog(root: HTMLElement, events: Ev[], cursor: number, filter: { kind: string; request: string; raw: boolean }, around = 80): void {
   const want = (e: Ev) => (filter.kind === '' || e.kind === filter.kind) && (filter.request === '' || String(requestOf(e)) === filter.request);
   const before: number[] = [];
   for (let i = cursor; i >= 0 && before.length < around; i--) if (want(events[i] as Ev)) before.push(i);
   const after: number[] = [];
   for (let i = cursor + 1; i < events.length && after.length < around / 4; i++) if (want(events[i] as Ev)) after.push(i);
   const rows = [...before.reverse(), ...after];
-  const ol = el('ol', { className: 'inspector-log' });
+  const ol = el('ol', { className: 'inspector-log', tabIndex: 0, ariaLabel: 'Event log around the time shown' });
   for (const i of rows) {
     const e = events[i] as Ev;
-    const li = el('li', { textContent: logLine(e) });
+    const li = el('li', { textContent: filter.raw ? logLine(e) : describeEvent(e) });
     li.dataset.kind = e.kind;
     if (i === cursor) li.dataset.current = 'true';
     if (i > cursor) li.dataset.future = 'true';
@@ -413,4 +413,47 @@ function logLine(e: Ev): string {
   let body = JSON.stringify(Object.fromEntries(Object.entries(e).filter(([k]) => !SHOWN_APART.has(k))));
   if (body.length > 160) body = `${body.slice(0, 157)}…`;
   return `${e.t_ms.toFixed(3)} ${e.kind}${where} ${body === '{}' ? '' : body}`;
+}
+
+/** A hash as the log shows it: its first digits (the full value is in the raw line). */
+function shortHash(h: string | number | null): string {
+  return h === null ? 'the root' : `${String(h).slice(0, 6)}…`;
+}
+
+const plural = (k: number, what: string) => `${k.toLocaleString('en')} ${what}${k === 1 ? '' : 's'}`;
+
+/** One event of the stream as a sentence: time, place, what happened. */
+export function describeEvent(e: Ev): string {
+  const at = `${fmtMs(e.t_ms)}${'pool' in e ? ` · ${rankLabel(rankKey(e))}` : ''} · `;
+  switch (e.kind) {
+    case 'arrived':
+      return `${at}request #${e.request} arrives: ${plural(e.input_tokens, 'prompt token')}, ${plural(e.output_tokens, 'output token')} to generate`;
+    case 'routed': {
+      const overlap = e.overlap_blocks ?? [];
+      const best = overlap.length ? Math.max(...overlap) : 0;
+      return `${at}request #${e.request} is routed here${e.costs ? ` (the KV router's cheapest target${best > 0 ? `; up to ${plural(best, 'cached block')} on a worker` : ''})` : ''}`;
+    }
+    case 'admitted':
+      return `${at}request #${e.request} is ${e.readmission ? 're' : ''}admitted${e.cached_tokens ? `, reusing ${plural(e.cached_tokens, 'cached prompt token')}` : ', nothing cached to reuse'}`;
+    case 'preempted':
+      return `${at}request #${e.request} is preempted: it loses its KV blocks and goes back to the head of the queue`;
+    case 'retracted':
+      return `${at}request #${e.request} is retracted: SGLang frees its KV and queues it again`;
+    case 'transfer_start':
+      return `${at}request #${e.request}'s KV starts moving here (${e.ms.toFixed(2)} ms)`;
+    case 'transfer_end':
+      return `${at}request #${e.request}'s KV has arrived: it decodes here`;
+    case 'first_token':
+      return `${at}request #${e.request} emits its first token (TTFT ${fmtMs(e.ttft_ms)})`;
+    case 'finished':
+      return `${at}request #${e.request} ${e.status === 'completed' ? 'completes' : `ends ${e.status}`} after ${plural(e.output_tokens, 'output token')}${e.reason ? `: ${e.reason}` : ''}`;
+    case 'stored':
+      return `${at}${plural(e.hashes.length, 'block')} become cache-visible (${e.hashes.slice(0, 3).map(shortHash).join(', ')}${e.hashes.length > 3 ? ', …' : ''} under ${shortHash(e.parent)}${e.tier ? `, tier ${e.tier}` : ''})`;
+    case 'removed':
+      return `${at}${plural(e.hashes.length, 'cached block')} evicted (${e.hashes.slice(0, 3).map(shortHash).join(', ')}${e.hashes.length > 3 ? ', …' : ''}${e.tier ? `, tier ${e.tier}` : ''}): the router is told`;
+    case 'blocks':
+      return `${at}${plural(e.set.length, 'block')} change holders or contents; ${plural(e.held.length, 'request')}' block lists change`;
+    case 'pass':
+      return `${at}a pass of ${e.duration_ms.toFixed(2)} ms: ${plural(e.prefill_tokens, 'prefill token')} + ${plural(e.decode_tokens, 'decode token')}, batch ${e.batch}, ${e.waiting} waiting; KV ${e.blocks.in_use} in use, ${e.blocks.free} free`;
+  }
 }

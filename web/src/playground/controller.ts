@@ -12,12 +12,13 @@ import { STORAGE_KEY, takeSpeculative } from '../engine/early';
 import type { EffectiveConfig, ExportKind, RunResult } from '../engine/protocol';
 import { ConfigForm } from '../form/form';
 import type { Inspector } from '../inspector/inspector';
-import { mountInspector, openFromLink } from '../inspector/mount';
+import { mountInspector, openFromLink, openLesson } from '../inspector/mount';
 import { Charts, PALETTE, type Run } from '../results/charts';
 import { type LinkRun, MAX_PINNED, type Pinned, type RunRow, renderRuns, runLabel, runsFromLink, settingsDiff, styled } from '../results/compare';
 import { renderHarness } from '../results/harness-view';
-import { cliCommand, download, fmt, mechanism, renderHeadline, renderReasons, renderSummary } from '../results/summary';
-import { diff, getPath, type JsonObject, merge, pretty } from '../scenario/json';
+import { cliCommand, download, fmt, KEY_METRICS, mechanism, renderHeadline, renderReasons, renderSummary } from '../results/summary';
+import { describeScenario } from '../scenario/describe';
+import { clone, diff, getPath, type JsonObject, merge, pretty } from '../scenario/json';
 import { hashFor, type LinkExtras, linkHash, pageUrl, scenarioFromHash } from '../scenario/page-link';
 import { SweepPanel } from '../sweep/panel';
 import { specFromLink } from '../sweep/spec';
@@ -64,11 +65,23 @@ export class Playground {
       applyScenario: (partial) =>
         void app.engine.normalize(JSON.stringify(partial)).then(
           (full) => {
-            this.form.set(JSON.parse(full) as JsonObject);
+            // The user's own scenario is kept, once, for "Back to my scenario".
+            this.state.ownScenario ??= clone(this.form.scenario);
+            const scenario = JSON.parse(full) as JsonObject;
+            this.state.lessonPartial = JSON.stringify(diff(scenario, app.defaults));
+            this.form.set(scenario);
             this.changed();
           },
           (e: Error) => showMessage(ui.message, `This lesson's scenario is not valid: ${e.message}`),
         ),
+      restoreScenario: () => {
+        const own = this.state.ownScenario;
+        this.state.ownScenario = null;
+        this.state.lessonPartial = null;
+        if (!own) return;
+        this.form.set(own);
+        this.changed();
+      },
     });
     explainMarked(document);
     this.sweep = new SweepPanel(element<HTMLDetailsElement>('#sweep'), {
@@ -88,6 +101,17 @@ export class Playground {
     const trace = this.form.trace;
     if (getPath(s, 'workload.type') !== 'trace') return undefined;
     return trace && trace.name === getPath(s, 'workload.path') ? trace.file : undefined;
+  }
+
+  /** A trace workload: it runs only on Run (a trace is set up in several steps, and is long). */
+  private isTrace(): boolean {
+    return getPath(this.form.scenario, 'workload.type') === 'trace';
+  }
+
+  /** The trace file the scenario names ('' for none yet), when it has not been uploaded in this tab. */
+  private missingTrace(): string | null {
+    if (!this.isTrace() || this.traceFile()) return null;
+    return String(getPath(this.form.scenario, 'workload.path') ?? '');
   }
 
   /** Results are stale whenever the settings on screen are not the ones they were run with. */
@@ -111,14 +135,27 @@ export class Playground {
   updateMessage(): void {
     const st = this.state;
     const bad = this.form.invalidFields;
+    const missing = this.missingTrace();
+    const upload = { id: 'message-upload', label: `Upload ${missing || 'a trace'}`, run: () => this.form.showTraceUpload(true) };
     if (bad.length) showMessage(ui.message, `Fix ${bad.length} field(s) before running: ${bad.join(', ')}.`);
-    else if (st.engineError ?? st.runError) showMessage(ui.message, st.engineError ?? st.runError);
+    else if (st.engineError ?? st.runError) showMessage(ui.message, st.engineError ?? st.runError, 'error', missing ? upload : undefined);
     else if (st.linkNote) showMessage(ui.message, st.linkNote);
+    else if (missing !== null)
+      showMessage(
+        ui.message,
+        missing ? `This scenario replays the trace “${missing}”: upload it, then Run.` : 'This scenario replays a trace: upload it, then Run.',
+        'info',
+        upload,
+      );
     else showMessage(ui.message, null);
     ui.run.disabled = bad.length > 0;
     // While the settings cannot run, the status says so (never "Done").
     if (bad.length) ui.status.set('refused', 'Fix the highlighted fields');
     else if ((st.engineError ?? st.runError) && !st.job) ui.status.set('refused', 'Refused: the engine cannot run these settings');
+    // Setting up a trace (after results of another workload): what the page waits for. A
+    // trace run's own "Done" line stays, marked as of earlier settings.
+    else if (this.isTrace() && !st.job && !st.dirty && st.resultsHash !== st.hash && !st.resultsOfTrace)
+      ui.status.set('ready', missing !== null ? 'Waiting for the trace file' : 'Ready: a trace replays when you press Run');
     this.markStale();
   }
 
@@ -128,28 +165,50 @@ export class Playground {
     return [...pinned.map((p) => p.run), { ...current, label: runLabel(pinned.length) }];
   }
 
+  /**
+   * A run's scenario as the engine reads it (defaults filled in, a timing model's arguments
+   * included), so two runs compare field by field however their links spelled them.
+   */
+  private async full(partial: JsonObject): Promise<JsonObject> {
+    const key = JSON.stringify(partial);
+    let full = this.normalized.get(key);
+    if (!full) {
+      full = await this.app.engine.normalize(key).then(
+        (t) => JSON.parse(t) as JsonObject,
+        () => merge(this.app.defaults, partial),
+      );
+      this.normalized.set(key, full);
+    }
+    return full;
+  }
+
+  private normalized = new Map<string, JsonObject>();
+
   /** The runs list above the results (shown with two runs or more). */
-  private renderRunList(): void {
+  private async renderRunList(): Promise<void> {
     const { pinned, current, currentScenario } = this.state;
-    // Diffs of the full scenarios: a value reads as itself, not as "default".
-    const full = (partial: JsonObject) => merge(this.app.defaults, partial);
-    const first = full(pinned[0]?.scenario ?? currentScenario);
-    const rows: RunRow[] = pinned.map((p) => ({
-      label: p.label,
-      color: p.run.color ?? null,
-      gpus: p.run.result.config.total_gpus ?? null,
-      diff: settingsDiff(first, full(p.scenario)),
-      current: false,
-    }));
+    const first = await this.full(pinned[0]?.scenario ?? currentScenario);
+    const rows: RunRow[] = [];
+    for (const p of pinned) {
+      rows.push({
+        label: p.label,
+        color: p.run.color ?? null,
+        gpus: p.run.result.config.total_gpus ?? null,
+        diff: settingsDiff(first, await this.full(p.scenario)),
+        current: false,
+      });
+    }
     if (current)
       rows.push({
         label: runLabel(pinned.length),
         // The distributions draw the run after the pinned ones in the palette's second colour.
         color: PALETTE[1] ?? null,
         gpus: current.result.config.total_gpus ?? null,
-        diff: settingsDiff(first, full(currentScenario)),
+        diff: settingsDiff(first, await this.full(currentScenario)),
         current: true,
       });
+    // A newer render may have started meanwhile: the list shows the runs on screen now.
+    if (this.state.current !== current || this.state.pinned !== pinned) return;
     renderRuns($('runs'), rows, (label) => {
       this.state.pinned = this.state.pinned
         .filter((p) => p.label !== label)
@@ -171,7 +230,7 @@ export class Playground {
     const st = this.state;
     if (!st.current || st.pinned.length >= MAX_PINNED) return;
     const k = st.pinned.length;
-    st.pinned.push({ label: runLabel(k), run: styled(runLabel(k), st.current.result, k), scenario: st.currentScenario });
+    st.pinned = [...st.pinned, { label: runLabel(k), run: styled(runLabel(k), st.current.result, k), scenario: st.currentScenario }];
     this.pinsChanged();
   }
 
@@ -212,7 +271,7 @@ export class Playground {
     const { result } = current;
     const all = this.runs();
     renderHeadline($('headline'), all);
-    this.renderRunList();
+    void this.renderRunList();
     renderReasons($('reasons'), result.reasons, result.reason_count, result.cancelled);
     const mech = mechanism(result);
     const caption = $('preempt-caption');
@@ -230,7 +289,20 @@ export class Playground {
     ui.pin.disabled = pinned.length >= MAX_PINNED;
     this.markStale();
     // The table first, then the charts, each in a task of its own.
-    const draws = [() => renderSummary($<HTMLTableElement>('summary'), all), ...this.charts.drawers(all), () => renderHarness($('harness-results'), result)];
+    const other = mech.key === 'num_preemptions' ? 'num_retractions' : 'num_preemptions';
+    const draws = [
+      () => {
+        renderSummary(
+          $<HTMLTableElement>('summary-key'),
+          all,
+          KEY_METRICS.filter((k) => k !== other),
+        );
+        renderSummary($<HTMLTableElement>('summary'), all);
+        element('#all-metrics > summary').textContent = `All metrics (${Object.keys(result.summary).length})`;
+      },
+      ...this.charts.drawers(all),
+      () => renderHarness($('harness-results'), result),
+    ];
     return new Promise((resolve) => {
       const step = () => {
         const draw = draws.shift();
@@ -293,6 +365,7 @@ export class Playground {
       started = this.app.engine.run(scenarioJson, this.traceFile(), intervalFor(scenario, this.app.defaults), onProgress, form.files());
     }
     const job = started;
+    const ofTrace = this.isTrace();
     st.job = job;
     ui.status.set('running', 'Running…');
     st.stopped = false;
@@ -308,6 +381,7 @@ export class Playground {
         st.current = { label: 'B', result };
         st.currentScenario = JSON.parse(scenarioJson) as JsonObject;
         st.resultsHash = forHash;
+        st.resultsOfTrace = ofTrace;
         ui.main.dataset.hash = forHash;
         performance.mark('servesim:result');
         this.finishJob();
@@ -361,6 +435,7 @@ export class Playground {
   changed(): void {
     const st = this.state;
     st.linkNote = null;
+    st.badLink = null;
     st.runError = null;
     st.dirty = true;
     if (this.form.invalidFields.length && st.job) {
@@ -396,6 +471,7 @@ export class Playground {
     const config = await this.inspect(scenario);
     if (ticket.stale) return;
     this.form.showConfig(config);
+    this.describe(scenario, config);
     if (st.engineError && st.job) {
       st.job.cancel();
       st.job = null;
@@ -405,7 +481,8 @@ export class Playground {
     if (ticket.stale) return; // a newer edit published its own link
     st.dirty = false;
     this.updateMessage();
-    if (!st.engineError && ui.autorun.checked) void this.run();
+    // A trace waits for Run: it is set up in steps (source, file, block size) and replays long.
+    if (!st.engineError && ui.autorun.checked && !this.isTrace()) void this.run();
   }
 
   private async publish(scenario: JsonObject): Promise<void> {
@@ -422,10 +499,14 @@ export class Playground {
     if (ticket.stale) return;
     st.hash = h;
     st.link = l;
-    history.replaceState(null, '', l === '' ? location.pathname + location.search : l);
+    // A link that could not be opened stays in the address bar (to fix or report) until an
+    // edit, and the defaults shown meanwhile do not replace the scenario this browser kept.
+    const keep = st.badLink !== null;
+    if (!keep) history.replaceState(null, '', l === '' ? location.pathname + location.search : l);
     this.sweep.baseChanged(scenario);
     try {
-      localStorage.setItem(STORAGE_KEY, JSON.stringify(partial));
+      // A lesson's scenario, unedited, does not replace the user's own in this browser either.
+      if (!keep && JSON.stringify(partial) !== st.lessonPartial) localStorage.setItem(STORAGE_KEY, JSON.stringify(partial));
     } catch {
       // Storage full or disabled: the link still holds the scenario.
     }
@@ -454,6 +535,7 @@ export class Playground {
     }
     this.form.set(chosen ?? this.app.defaults);
     st.linkNote = error;
+    st.badLink = error ? h : null;
     st.engineError = null;
     st.runError = null;
     st.dirty = false;
@@ -471,15 +553,40 @@ export class Playground {
     if (extras.runs !== undefined) await this.restorePinned(extras.runs);
     await this.publish(this.form.scenario);
     this.updateMessage();
-    const config = this.inspect(this.form.scenario);
-    void this.run();
-    this.form.showConfig(await config);
+    st.ownScenario = null;
+    st.lessonPartial = null;
+    const onScreen = this.form.scenario;
+    const config = this.inspect(onScreen);
+    // A link to a trace scenario runs once its file is uploaded (the message offers the upload).
+    if (this.missingTrace() === null) void this.run();
+    const shown = await config;
+    this.form.showConfig(shown);
+    this.describe(onScreen, shown);
     this.updateMessage();
+  }
+
+  /** The sentence at the top: the scenario on screen, in words. */
+  private describe(scenario: JsonObject, config: EffectiveConfig | null): void {
+    $('scenario-line').textContent = describeScenario(scenario, config);
+  }
+
+  /** The "Try" line: a capacity question, a lesson, a real trace. */
+  tryCapacity(): void {
+    this.sweep.preset('workers');
+    $('sweep').scrollIntoView({ block: 'start' });
+  }
+
+  tryLesson(): void {
+    openLesson(this.inspector, 'preemption');
+  }
+
+  tryTrace(): void {
+    this.form.showTraceUpload();
   }
 
   /** Whether the page's link is the one it published (a hash change that is not is a new link). */
   isOwnLink(hash: string): boolean {
-    return hash === this.state.link;
+    return hash === this.state.link || hash === this.state.badLink;
   }
 
   /** A sweep point as a normal run: its scenario in the form, then a run. */
@@ -553,6 +660,9 @@ function wire(page: Playground): void {
   $('export-csv').addEventListener('click', () => void page.exportRun('requests', 'servesim-requests.csv', 'text/csv'));
   $('export-series').addEventListener('click', () => void page.exportRun('series', 'servesim-timeseries.csv', 'text/csv'));
   $('export-scenario').addEventListener('click', () => page.exportScenario());
+  $('try-capacity').addEventListener('click', () => page.tryCapacity());
+  $('try-lesson').addEventListener('click', () => page.tryLesson());
+  $('try-trace').addEventListener('click', () => page.tryTrace());
   document.addEventListener('keydown', (e) => {
     if (e.key !== 'Escape' || !(page.busy || page.sweep.running)) return;
     e.preventDefault();

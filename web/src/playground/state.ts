@@ -57,6 +57,8 @@ export interface PageState {
   link: string;
   /** The link hash of the scenario the results on screen belong to. */
   resultsHash: string | null;
+  /** The results on screen are a trace's replay. */
+  resultsOfTrace: boolean;
   /** An edit not yet checked and published. */
   dirty: boolean;
   /** Why the engine refuses the settings on screen (from inspecting them). */
@@ -65,6 +67,12 @@ export interface PageState {
   runError: string | null;
   /** What the link that opened the page could not carry (shown until the next edit). */
   linkNote: string | null;
+  /** The hash of a link that could not be opened: it stays in the address bar until an edit. */
+  badLink: string | null;
+  /** The user's scenario before the first lesson replaced it ("Back to my scenario"). */
+  ownScenario: JsonObject | null;
+  /** The non-default fields of the lesson applied last, as JSON (not saved as the user's). */
+  lessonPartial: string | null;
   /** The engine check after an edit, waiting for typing to pause. */
   checkTimer: ReturnType<typeof setTimeout> | undefined;
   latest: Latest<Task>;
@@ -81,10 +89,14 @@ export function initialState(): PageState {
     hash: '',
     link: '',
     resultsHash: null,
+    resultsOfTrace: false,
     dirty: false,
     engineError: null,
     runError: null,
     linkNote: null,
+    badLink: null,
+    ownScenario: null,
+    lessonPartial: null,
     checkTimer: undefined,
     latest: new Latest<Task>(),
   };

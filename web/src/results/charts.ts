@@ -5,6 +5,7 @@
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { Cdf, RunResult } from '../engine/protocol';
+import { ChartTable, type Column } from '../ui/chart-table';
 import { TERMS } from '../ui/glossary';
 
 export interface Run {
@@ -39,6 +40,7 @@ function seconds(t: Float64Array): number[] {
 class Chart {
   private plot: uPlot | null = null;
   private observer: ResizeObserver;
+  private table: ChartTable;
 
   constructor(
     private host: HTMLElement,
@@ -48,6 +50,7 @@ class Chart {
       if (this.plot) this.plot.setSize({ width: this.width(), height: this.height });
     });
     this.observer.observe(host);
+    this.table = new ChartTable(host.closest('figure') ?? host);
   }
 
   private width(): number {
@@ -90,6 +93,11 @@ class Chart {
       data,
       this.host,
     );
+    this.table.set(
+      data as Column[],
+      useSeries.map((s) => String(s.label ?? '')),
+      this.plot.ctx.canvas,
+    );
     // Legend entries name metrics: each says what it is on hover.
     for (const th of this.host.querySelectorAll<HTMLElement>('.u-legend .u-series th')) {
       const label = th.textContent ?? '';
@@ -101,6 +109,7 @@ class Chart {
   clear(): void {
     this.plot?.destroy();
     this.plot = null;
+    this.table.clear();
   }
 }
 

@@ -29,8 +29,8 @@ describe('comparing runs', () => {
         { cluster: { num_workers: 4 }, workload: { rate_rps: 20 } },
         { cluster: { num_workers: 8, router: { mode: 'kv' } }, workload: { rate_rps: 20 } },
       ),
-    ).toEqual(['cluster.num_workers: 4 → 8', 'cluster.router.mode: default → "kv"']);
-    expect(settingsDiff({ a: 1 }, {})).toEqual(['a: 1 → default']);
+    ).toEqual(['cluster.num_workers: 4 → 8', 'cluster.router.mode: not set → "kv"']);
+    expect(settingsDiff({ a: 1 }, {})).toEqual(['a: 1 → not set']);
     expect(settingsDiff({ a: { b: [1, 2] } }, { a: { b: [1, 2] } })).toEqual([]);
   });
 

@@ -73,7 +73,7 @@ export function settingsDiff(first: JsonObject, other: JsonObject): string[] {
   const b = new Map<string, Json>();
   flatten(first, '', a);
   flatten(other, '', b);
-  const show = (v: Json | undefined) => (v === undefined ? 'default' : JSON.stringify(v));
+  const show = (v: Json | undefined) => (v === undefined ? 'not set' : JSON.stringify(v));
   const out: string[] = [];
   for (const k of new Set([...a.keys(), ...b.keys()])) {
     if (JSON.stringify(a.get(k)) !== JSON.stringify(b.get(k))) out.push(`${k}: ${show(a.get(k))} → ${show(b.get(k))}`);

@@ -2,6 +2,7 @@
 // shaded bands between series, resized with its container.
 
 import uPlot from 'uplot';
+import { ChartTable } from '../ui/chart-table';
 import { compact } from './charts';
 
 export interface Line {
@@ -39,7 +40,10 @@ export class HarnessChart {
   ) {
     this.observer = new ResizeObserver(() => this.plot?.setSize({ width: this.width(), height: this.height }));
     this.observer.observe(host);
+    this.table = new ChartTable(host.closest('figure') ?? host);
   }
+
+  private table: ChartTable;
 
   private width(): number {
     return Math.max(240, Math.floor(this.host.clientWidth - 4));
@@ -76,6 +80,11 @@ export class HarnessChart {
       { width: this.width(), height: this.height, series, axes, scales, bands: spec.bands, legend: { live: true } },
       [spec.x, ...spec.ys] as uPlot.AlignedData,
       this.host,
+    );
+    this.table.set(
+      [spec.x, ...spec.ys],
+      series.map((s) => String(s.label ?? '')),
+      this.plot.ctx.canvas,
     );
   }
 

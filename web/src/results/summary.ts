@@ -132,7 +132,25 @@ function delta(a: unknown, b: unknown): string {
   return `${pct > 0 ? '+' : ''}${pct.toFixed(1)}%`;
 }
 
-export function renderSummary(table: HTMLTableElement, runs: Run[]): void {
+/** The rows the summary leads with; the rest are behind "All metrics". */
+export const KEY_METRICS = [
+  'num_requests',
+  'completed_requests',
+  'mean_ttft_ms',
+  'p99_ttft_ms',
+  'mean_itl_ms',
+  'p99_itl_ms',
+  'mean_e2e_latency_ms',
+  'output_throughput_tok_s',
+  'goodput_output_throughput_tok_s',
+  'prefix_cache_reused_ratio',
+  'num_preemptions',
+  'num_retractions',
+  'total_gpus',
+];
+
+/** The summary table: every key of the report, or only `keys` (in that order, where present). */
+export function renderSummary(table: HTMLTableElement, runs: Run[], keys?: string[]): void {
   // The markup's <thead> and <tbody> (createTHead returns the existing head).
   const head = table.createTHead();
   const body = table.tBodies[0] ?? table.createTBody();
@@ -146,7 +164,8 @@ export function renderSummary(table: HTMLTableElement, runs: Run[]): void {
   for (const run of runs) hr.append(cell('th', runs.length > 1 ? run.label : 'value', 'num'));
   if (base) hr.append(cell('th', `${cur.label} vs ${base.label}`, 'num'));
   head.append(hr);
-  for (const k of Object.keys(cur.result.summary)) {
+  const all = Object.keys(cur.result.summary);
+  for (const k of keys ? keys.filter((x) => all.includes(x)) : all) {
     const tr = document.createElement('tr');
     tr.dataset.key = k;
     const key = cell('td', '', 'key');

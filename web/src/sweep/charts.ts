@@ -8,6 +8,7 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { compact } from '../results/charts';
 import type { Json } from '../scenario/json';
+import { ChartTable, type Column } from '../ui/chart-table';
 import { type PointLine, paretoFront, type Slo, tokPerGpu, tokPerUser } from './spec';
 
 const GROUP_COLORS = ['#2563eb', '#059669', '#d97706', '#7c3aed', '#db2777', '#0891b2', '#65a30d', '#475569'];
@@ -31,6 +32,7 @@ class Plot {
   private plot: uPlot | null = null;
   /** Point index of each x position (null where an x has more than one point). */
   private points: (number | null)[] = [];
+  private table: ChartTable;
 
   constructor(
     private host: HTMLElement,
@@ -38,6 +40,7 @@ class Plot {
     private height = 240,
   ) {
     new ResizeObserver(() => this.plot?.setSize({ width: this.width(), height: this.height })).observe(host);
+    this.table = new ChartTable(host.closest('figure') ?? host);
   }
 
   private width(): number {
@@ -48,6 +51,11 @@ class Plot {
     this.plot?.destroy();
     this.points = points;
     this.plot = new uPlot({ ...opts, width: this.width(), height: this.height }, data, this.host);
+    this.table.set(
+      data as Column[],
+      opts.series.map((s) => String(s.label ?? '')),
+      this.plot.ctx.canvas,
+    );
     this.plot.over.style.cursor = 'pointer';
     this.plot.over.addEventListener('click', () => {
       const idx = this.plot?.cursor.idx;
@@ -59,6 +67,7 @@ class Plot {
   clear(): void {
     this.plot?.destroy();
     this.plot = null;
+    this.table.clear();
   }
 }
 
@@ -93,6 +102,12 @@ export class SweepCharts {
   }
 
   draw(input: SweepChartInput): void {
+    for (const d of this.drawers(input)) d();
+  }
+
+  /** One function per chart (the panel calls one per task). */
+  drawers(input: SweepChartInput): (() => void)[] {
+    const out: (() => void)[] = [];
     const { lines, fields } = input;
     const xField = fields[0] ?? '';
     const gField = fields[1];
@@ -151,9 +166,10 @@ export class SweepCharts {
         axes: [xAxis, { label: `${name} (ms)`, labelSize: 16, size: 56, values: (_u, s) => s.map(compact) }],
         legend: { live: true },
       };
-      this.plots.get(id)?.draw(opts, [xVals, ...data] as uPlot.AlignedData, picks);
+      out.push(() => this.plots.get(id)?.draw(opts, [xVals, ...data] as uPlot.AlignedData, picks));
     }
-    this.drawPareto(lines, input.chosen);
+    out.push(() => this.drawPareto(lines, input.chosen));
+    return out;
   }
 
   /** Output tokens/s per GPU against tokens/s per user; the front as a line. */

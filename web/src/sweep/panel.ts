@@ -31,6 +31,9 @@ import {
   workersPreset,
 } from './spec';
 
+/** While points finish, the results are redrawn at most this often. */
+const REDRAW_MS = 1000;
+
 /** The most points the page runs (a grid a person reads; the CLI takes up to 10,000). */
 export const MAX_PAGE_POINTS = 1000;
 
@@ -107,6 +110,9 @@ export class SweepPanel {
   private baseText = '';
   private charts: SweepCharts;
   private drawTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Redraws so far (the tests hold them to once a second), and the latest one's number. */
+  private renders = 0;
+  private drawSeq = 0;
   private seq = 0;
 
   private fields: HTMLInputElement[] = [];
@@ -164,7 +170,7 @@ export class SweepPanel {
     this.cancelBtn.hidden = true;
     this.clearBtn = this.button('sweep-clear', 'Clear sweep', () => this.clear());
     this.clearBtn.hidden = true;
-    this.progress = el('progress', { id: 'sweep-progress', max: 1, value: 0, hidden: true });
+    this.progress = el('progress', { id: 'sweep-progress', max: 1, value: 0, hidden: true, ariaLabel: 'Sweep progress' });
     this.status = el('span', { id: 'sweep-status', role: 'status' });
     this.status.dataset.state = 'idle';
     this.message = el('p', { id: 'sweep-message', role: 'alert', hidden: true });
@@ -240,7 +246,9 @@ export class SweepPanel {
     this.status.textContent = text;
   }
 
-  private preset(kind: 'load' | 'workers'): void {
+  /** A one-click sweep: the load or the worker count around the scenario on screen, with an SLO. */
+  preset(kind: 'load' | 'workers'): void {
+    this.root.open = true;
     const s = this.host.scenario();
     const axis = kind === 'load' ? loadPreset(s) : workersPreset(s);
     this.fill([axis]);
@@ -417,6 +425,9 @@ export class SweepPanel {
   clear(): void {
     this.cancel();
     this.seq++;
+    clearTimeout(this.drawTimer);
+    this.drawTimer = undefined;
+    this.drawSeq++;
     this.active = null;
     this.lines = [];
     this.expanded = null;
@@ -441,18 +452,42 @@ export class SweepPanel {
     return [...this.lines].sort((a, b) => a.point - b.point);
   }
 
-  /** Redraws at most every 150 ms while lines come in (a redraw per line would be quadratic). */
+  /**
+   * Lines arrive in batches: the answer, table and charts are redrawn at most once a second
+   * while points finish (a redraw per line would be quadratic, and each redraw is main-thread
+   * work while every core runs points).
+   */
   private scheduleRender(): void {
     if (this.drawTimer !== undefined) return;
     this.drawTimer = setTimeout(() => {
       this.drawTimer = undefined;
       this.render();
-    }, 150);
+    }, REDRAW_MS);
   }
 
+  /** Redraws now (a sweep started or ended), dropping a redraw that was scheduled. */
   private render(): void {
+    clearTimeout(this.drawTimer);
+    this.drawTimer = undefined;
+    this.renders += 1;
+    this.results.dataset.renders = String(this.renders);
+    this.drawSeq += 1;
+    const seq = this.drawSeq;
+    // The text and table now, then each chart in a task of its own (no task holds the page long).
+    const charts = this.drawText();
+    const step = () => {
+      const draw = charts.shift();
+      if (!draw || seq !== this.drawSeq) return;
+      draw();
+      setTimeout(step, 0);
+    };
+    setTimeout(step, 0);
+  }
+
+  /** The answer, knee and table; returns the chart drawers. */
+  private drawText(): (() => void)[] {
     const ex = this.expanded;
-    if (!ex) return;
+    if (!ex) return [];
     const lines = this.sorted();
     const slo = this.active?.slo;
     const complete = lines.length === ex.count;
@@ -471,8 +506,9 @@ export class SweepPanel {
       '# save the sweep file (the sweep.json button); put any trace or profile it names next to it',
       `./target/release/servesim sweep sweep.json --jobs ${jobs} > sweep.jsonl`,
     ].join('\n');
-    if (lines.length) this.charts.draw({ lines, fields: ex.fields, slo, chosen: v.point });
-    else this.charts.clear();
+    if (lines.length) return this.charts.drawers({ lines, fields: ex.fields, slo, chosen: v.point });
+    this.charts.clear();
+    return [];
   }
 
   private renderTable(lines: PointLine[], fields: string[], chosen: number | null): void {
@@ -498,7 +534,7 @@ export class SweepPanel {
       ...fields.map((f) => el('th', {}, f)),
       ...cols.map(([n]) => el('th', { className: 'num' }, n)),
       el('th', {}, 'SLO'),
-      el('th', {}, ''),
+      el('th', {}, 'Open'),
     );
     head.replaceChildren(hr);
     body.replaceChildren(

@@ -26,9 +26,21 @@ export function element<T extends HTMLElement = HTMLElement>(selector: string): 
   return found;
 }
 
-/** Shows a message line (hidden when `text` is null). */
-export function showMessage(node: HTMLElement, text: string | null, kind: 'error' | 'info' = 'error'): void {
+/** A button a message offers, next to its text (the fix for what it says). */
+export interface MessageAction {
+  id: string;
+  label: string;
+  run: () => void;
+}
+
+/** Shows a message line (hidden when `text` is null), with a button if it offers one. */
+export function showMessage(node: HTMLElement, text: string | null, kind: 'error' | 'info' = 'error', action?: MessageAction): void {
   node.hidden = !text;
   node.dataset.kind = kind;
   node.textContent = text ?? '';
+  if (text && action) {
+    const b = el('button', { type: 'button', id: action.id, textContent: action.label });
+    b.addEventListener('click', action.run);
+    node.append(' ', b);
+  }
 }
