@@ -27,8 +27,9 @@ if [ -x "$WASM_OPT" ]; then
     exit 1
   fi
   # Features come from the module's target_features section (never set `strip = true`).
-  # -Os with the profile's opt-level "s": the download under 1.2 MB (docs/performance.md).
-  "$WASM_OPT" -Os web/pkg/servesim_wasm_bg.wasm -o web/pkg/servesim_wasm_bg.wasm
+  # -Os with the profile's opt-level "s": the download under 1.2 MB (docs/performance.md);
+  # WASM_OPT_LEVEL=-O3 with CARGO_PROFILE_WASM_OPT_LEVEL=3 builds the faster, larger module.
+  "$WASM_OPT" "${WASM_OPT_LEVEL:--Os}" web/pkg/servesim_wasm_bg.wasm -o web/pkg/servesim_wasm_bg.wasm
 else
   echo "build-wasm: no wasm-opt (run npm ci first); keeping the unoptimised module" >&2
 fi

@@ -34,8 +34,8 @@ class EmbedBuilder {
   private view = el(
     'select',
     { id: 'eb-view' },
-    el('option', { value: 'results', textContent: 'Results: key numbers and charts' }),
-    el('option', { value: 'inspector', textContent: 'Inspector: the KV block map, pass by pass' }),
+    el('option', { value: 'results', textContent: 'Results (numbers, charts)' }),
+    el('option', { value: 'inspector', textContent: 'Inspector (KV block map)' }),
   );
   private script = el('textarea', { id: 'eb-script', readOnly: true, rows: 1, spellcheck: false });
   private panelBoxes = el('fieldset', { className: 'eb-panels' }, el('legend', { textContent: 'Panels' }));
