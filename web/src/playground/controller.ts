@@ -51,12 +51,18 @@ export class Playground {
   readonly state: PageState = initialState();
   readonly form: ConfigForm;
   private charts: Charts;
-  private inspector: Inspector;
-  readonly sweep: SweepPanel;
+  // Built by `mount`, a task after the form (no start-up task holds the page long).
+  private inspector!: Inspector;
+  sweep!: SweepPanel;
 
   constructor(private app: Boot) {
     this.form = new ConfigForm($<HTMLFormElement>('form'), app.defaults, app.presets, app.engine, () => this.changed());
     this.charts = new Charts(document);
+  }
+
+  /** The inspector and the sweep panel, and the glossary's tooltips on the page. */
+  mount(): void {
+    const app = this.app;
     this.inspector = mountInspector({
       engine: app.engine,
       scenarioJson: () => JSON.stringify(diff(this.form.scenario, app.defaults)),
@@ -693,6 +699,9 @@ async function start(): Promise<void> {
   }
   const page = new Playground(app);
   (window as unknown as { __servesimForm?: ConfigForm }).__servesimForm = page.form;
+  // The rest of the page's parts a task later: each start-up task stays short.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  page.mount();
   // Off the first run's path: the links are built when the page is idle.
   setTimeout(() => void exampleLinks().then((nav) => $('config').prepend(nav)), 300);
   performance.mark('servesim:form');
