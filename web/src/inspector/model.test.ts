@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { formatInspectParam, parseInspectParam } from './inspector';
-import { type ClusterState, parseEvents, Replay, requestTimeline, routerChoice, StreamError } from './model';
+import { type ClusterState, type Ev, isMoment, parseEvents, Replay, requestTimeline, routerChoice, StreamError, stepMoment } from './model';
 import { legendRank } from './mount';
+import { describeEvent } from './view';
 
 // A hand-written stream in the CLI's format: two requests on one vLLM rank sharing a cached
 // block, the second preempted and readmitted, with a hash beyond a double's precision.
@@ -144,5 +145,37 @@ describe('the inspector model', () => {
     expect(legendRank('worker 3')).toBe('aggregated/3/0');
     expect(legendRank('B prefill 1.2')).toBe('prefill/1/2');
     expect(legendRank('time (s)')).toBeNull();
+  });
+});
+
+describe('moments', () => {
+  const lines = [
+    '{"t_ms":1,"kind":"arrived","request":0,"input_tokens":64,"output_tokens":4}',
+    '{"t_ms":1,"kind":"routed","request":0,"pool":"aggregated","worker":0,"dp_rank":0,"costs":[1.5,2],"overlap_blocks":[0,0]}',
+    '{"t_ms":2,"kind":"admitted","request":0,"pool":"aggregated","worker":0,"dp_rank":0,"cached_tokens":0,"readmission":false}',
+    '{"t_ms":3,"kind":"routed","request":1,"pool":"aggregated","worker":0,"dp_rank":0,"costs":[0.5,2],"overlap_blocks":[1,0]}',
+    '{"t_ms":4,"kind":"admitted","request":1,"pool":"aggregated","worker":0,"dp_rank":0,"cached_tokens":16,"readmission":false}',
+    '{"t_ms":5,"kind":"preempted","request":0,"pool":"aggregated","worker":0,"dp_rank":0}',
+    '{"t_ms":6,"kind":"removed","pool":"aggregated","worker":0,"dp_rank":0,"hashes":[12345678901234567890]}',
+    '{"t_ms":7,"kind":"preempted","request":1,"pool":"aggregated","worker":0,"dp_rank":0}',
+  ];
+  const events = parseEvents(lines.join('\n'));
+
+  it('finds the next and previous event of a kind, and nothing past the ends', () => {
+    expect(stepMoment(events, -1, 1, 'preempted')).toBe(5);
+    expect(stepMoment(events, 5, 1, 'preempted')).toBe(7);
+    expect(stepMoment(events, 7, 1, 'preempted')).toBe(-1);
+    expect(stepMoment(events, 7, -1, 'preempted')).toBe(5);
+    // A reuse is an admission with cached tokens; a routing choice one where a target held blocks.
+    expect(stepMoment(events, -1, 1, 'reuse')).toBe(4);
+    expect(stepMoment(events, -1, 1, 'routing')).toBe(3);
+    expect(stepMoment(events, -1, 1, 'evicted')).toBe(6);
+    expect(events.filter((e) => isMoment(e, 'admitted'))).toHaveLength(2);
+  });
+
+  it('tells each event as a sentence, hashes shortened', () => {
+    expect(describeEvent(events[5] as Ev)).toBe('5.0 ms · worker 0 · request #0 is preempted: it loses its KV blocks and goes back to the head of the queue');
+    expect(describeEvent(events[4] as Ev)).toBe('4.0 ms · worker 0 · request #1 is admitted, reusing 16 cached prompt tokens');
+    expect(describeEvent(events[6] as Ev)).toBe('6.0 ms · worker 0 · 1 cached block evicted (123456…): the router is told');
   });
 });

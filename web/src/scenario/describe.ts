@@ -53,7 +53,8 @@ function pools(s: JsonObject, config: EffectiveConfig | null): string {
   const backend = BACKENDS[String(first?.backend ?? getPath(s, 'engine.backend'))] ?? String(getPath(s, 'engine.backend'));
   if (list.length > 1) return `${list.map((p) => `${n(p.workers)} ${p.pool}`).join(' + ')} ${backend} workers`;
   const k = first?.workers ?? Number(getPath(s, 'cluster.num_workers') ?? 1);
-  const router = k > 1 ? ` behind ${ROUTERS[String(getPath(s, 'cluster.router_mode'))] ?? String(getPath(s, 'cluster.router_mode'))}` : '';
+  const mode = getPath(s, 'cluster.router_mode');
+  const router = k > 1 && typeof mode === 'string' ? ` behind ${ROUTERS[mode] ?? mode}` : '';
   return `${count(k, `${backend} worker`)}${router}`;
 }
 
