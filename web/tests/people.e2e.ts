@@ -78,9 +78,11 @@ test('a student: one click opens a lesson at its first preemption; next finds th
   await expect(insp).toHaveAttribute('data-moment', 'preempted', { timeout: 20_000 });
   const note = page.locator('#inspector-moment-note');
   await expect(note).toHaveText(/^preemption 1 of \d+, at /);
-  const current = page.locator('#inspector-log li[data-current]');
+  const current = page.locator('#inspector-log li[data-moment]');
   await expect(current).toHaveAttribute('data-kind', 'preempted');
   await expect(current).toContainText(/request #\d+ is preempted: it loses its KV blocks/);
+  // Shown at the end of its pass: the cursor is that pass's line, the victim's blocks freed.
+  await expect(page.locator('#inspector-log li[data-current]')).toHaveAttribute('data-kind', 'pass');
   // The preempted request is selected and shown going back to the queue.
   await expect(page.locator('#inspector-queues [data-list="waiting"] .inspector-chip[aria-pressed="true"]')).toHaveCount(1);
   const t1 = Number(await insp.getAttribute('data-t-ms'));
@@ -90,7 +92,7 @@ test('a student: one click opens a lesson at its first preemption; next finds th
   await expect(current).toHaveAttribute('data-kind', 'preempted');
   // Hashes are short in the sentences; the raw lines are a toggle away.
   await page.locator('#inspector-log-kind').selectOption('stored');
-  await expect(page.locator('#inspector-log li').first()).toContainText(/become cache-visible \(\d{6}…/);
+  await expect(page.locator('#inspector-log li').first()).toContainText(/becomes? cache-visible \(\d{6}…/);
   await page.locator('#inspector-log-raw').check();
   await expect(page.locator('#inspector-log li').first()).toContainText('"hashes":[');
   await screenshot(page, info, 'people-student.png', false);

@@ -137,6 +137,8 @@ export class Inspector {
   private pendingMoment: MomentKind | null = null;
   /** A lesson's scenario is on its way to the form: record that one, not the one on screen. */
   private awaitingLesson = false;
+  /** The event a jump went to (marked in the log; the state shown is its pass's end). */
+  private momentAt: number | null = null;
 
   constructor(private host: InspectorHost) {
     this.root.dataset.inspector = '';
@@ -489,7 +491,7 @@ export class Inspector {
     if (!this.replay) return false;
     this.pause();
     const kind = this.momentSel.value as MomentKind;
-    const i = stepMoment(this.replay.events, from, dir, kind);
+    const i = stepMoment(this.replay.events, from === this.cursor && this.momentAt !== null ? this.momentAt : from, dir, kind);
     const total = this.replay.events.filter((e) => isMoment(e, kind)).length;
     if (i < 0) {
       this.momentNote.textContent = total === 0 ? `No ${MOMENTS[kind]} in this recording.` : `No ${dir > 0 ? 'later' : 'earlier'} ${MOMENTS[kind]}.`;
@@ -505,7 +507,19 @@ export class Inspector {
     const nth = this.replay.events.slice(0, i + 1).filter((x) => isMoment(x, kind)).length;
     this.momentNote.textContent = `${MOMENTS[kind]} ${nth} of ${total}, at ${fmtMs(e.t_ms)}`;
     this.root.dataset.moment = kind;
-    this.seek(i);
+    // Shown at the end of the pass it belongs to (its blocks freed, its chip back in the
+    // queue), the event itself marked in the log.
+    let end = i;
+    for (let j = i; j < this.replay.events.length && (this.replay.events[j] as Ev).t_ms === e.t_ms; j++) {
+      const x = this.replay.events[j] as Ev;
+      if (x.kind === 'pass' && 'pool' in e && rankKey(x) === rankKey(e)) {
+        end = j;
+        break;
+      }
+    }
+    this.seek(end);
+    this.momentAt = i;
+    this.renderLog();
     return true;
   }
 
@@ -519,6 +533,7 @@ export class Inspector {
   private seek(i: number): void {
     if (!this.replay) return;
     this.cursor = i;
+    this.momentAt = null;
     this.render();
   }
 
@@ -578,7 +593,12 @@ export class Inspector {
 
   private renderLog(): void {
     if (!this.replay) return;
-    renderLog(this.log, this.replay.events, this.cursor, { kind: this.logKind.value, request: this.logReq.value.trim(), raw: this.logRaw.checked });
+    renderLog(this.log, this.replay.events, this.cursor, {
+      kind: this.logKind.value,
+      request: this.logReq.value.trim(),
+      raw: this.logRaw.checked,
+      moment: this.momentAt,
+    });
   }
 
   /** The inspector's state into the URL (`?inspect=…`), so Copy link carries it. */

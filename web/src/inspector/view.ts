@@ -385,7 +385,13 @@ export function renderRouter(root: HTMLElement, choice: RouterChoice | null): vo
 }
 
 /** Event log lines around the cursor, filtered by kind and request. */
-export function renderLog(root: HTMLElement, events: Ev[], cursor: number, filter: { kind: string; request: string; raw: boolean }, around = 80): void {
+export function renderLog(
+  root: HTMLElement,
+  events: Ev[],
+  cursor: number,
+  filter: { kind: string; request: string; raw: boolean; moment?: number | null },
+  around = 80,
+): void {
   const want = (e: Ev) => (filter.kind === '' || e.kind === filter.kind) && (filter.request === '' || String(requestOf(e)) === filter.request);
   const before: number[] = [];
   for (let i = cursor; i >= 0 && before.length < around; i--) if (want(events[i] as Ev)) before.push(i);
@@ -398,11 +404,15 @@ export function renderLog(root: HTMLElement, events: Ev[], cursor: number, filte
     const li = el('li', { textContent: filter.raw ? logLine(e) : describeEvent(e) });
     li.dataset.kind = e.kind;
     if (i === cursor) li.dataset.current = 'true';
+    if (i === filter.moment) li.dataset.moment = 'true';
     if (i > cursor) li.dataset.future = 'true';
     ol.append(li);
   }
   root.replaceChildren(ol);
-  const cur = ol.querySelector<HTMLElement>('[data-current]') ?? ol.querySelector<HTMLElement>('li:not([data-future]):last-of-type');
+  const cur =
+    ol.querySelector<HTMLElement>('[data-moment]') ??
+    ol.querySelector<HTMLElement>('[data-current]') ??
+    ol.querySelector<HTMLElement>('li:not([data-future]):last-of-type');
   if (cur) ol.scrollTop = Math.max(0, cur.offsetTop - ol.clientHeight / 2);
 }
 
@@ -448,11 +458,11 @@ export function describeEvent(e: Ev): string {
     case 'finished':
       return `${at}request #${e.request} ${e.status === 'completed' ? 'completes' : `ends ${e.status}`} after ${plural(e.output_tokens, 'output token')}${e.reason ? `: ${e.reason}` : ''}`;
     case 'stored':
-      return `${at}${plural(e.hashes.length, 'block')} become cache-visible (${e.hashes.slice(0, 3).map(shortHash).join(', ')}${e.hashes.length > 3 ? ', …' : ''} under ${shortHash(e.parent)}${e.tier ? `, tier ${e.tier}` : ''})`;
+      return `${at}${plural(e.hashes.length, 'block')} ${e.hashes.length === 1 ? 'becomes' : 'become'} cache-visible (${e.hashes.slice(0, 3).map(shortHash).join(', ')}${e.hashes.length > 3 ? ', …' : ''} under ${shortHash(e.parent)}${e.tier ? `, tier ${e.tier}` : ''})`;
     case 'removed':
       return `${at}${plural(e.hashes.length, 'cached block')} evicted (${e.hashes.slice(0, 3).map(shortHash).join(', ')}${e.hashes.length > 3 ? ', …' : ''}${e.tier ? `, tier ${e.tier}` : ''}): the router is told`;
     case 'blocks':
-      return `${at}${plural(e.set.length, 'block')} change holders or contents; ${plural(e.held.length, 'request')}' block lists change`;
+      return `${at}${plural(e.set.length, 'block')} ${e.set.length === 1 ? 'changes' : 'change'} holders or contents; ${plural(e.held.length, 'request')}' block lists change`;
     case 'pass':
       return `${at}a pass of ${e.duration_ms.toFixed(2)} ms: ${plural(e.prefill_tokens, 'prefill token')} + ${plural(e.decode_tokens, 'decode token')}, batch ${e.batch}, ${e.waiting} waiting; KV ${e.blocks.in_use} in use, ${e.blocks.free} free`;
   }
