@@ -43,7 +43,7 @@ function workload(s: JsonObject): string {
   const ratio = Number(w.shared_prefix_ratio ?? 0);
   if (groups > 0 && ratio > 0) parts.push(`${n(ratio * 100)} % of each prompt shared in ${count(groups, 'prefix group')}`);
   const images = Number(getPath(w, 'images.per_request') ?? 0);
-  if (images > 0) parts.push(count(images, 'image') + ' per request');
+  if (images > 0) parts.push(`${count(images, 'image')} per request`);
   return parts.join(', ');
 }
 

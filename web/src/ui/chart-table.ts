@@ -80,7 +80,7 @@ export class ChartTable {
     const body = el('tbody');
     for (let i = 0; i < n; i += every) {
       const tr = el('tr');
-      this.data.forEach((col, k) => tr.append(el(k === 0 ? 'th' : 'td', { textContent: cell(col[i]) })));
+      for (const [k, col] of this.data.entries()) tr.append(el(k === 0 ? 'th' : 'td', { textContent: cell(col[i]) }));
       body.append(tr);
     }
     table.append(body);
