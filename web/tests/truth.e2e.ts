@@ -324,15 +324,19 @@ test.describe('6. extreme inputs', () => {
       expect(lastMs).toBeLessThan(ranMs * 1.2 + 1000);
     }
     await screenshot(page, info, 'cancelled.png', false);
-    // Cancelled while the engine still builds the run (2M requests take seconds to generate):
-    // stopped by force within the second, and the page says there are no results.
+    // Cancelled while the engine still builds the run (2M requests take about a second to
+    // generate): stopped by force, and the page says there are no results. A machine that
+    // built them before the cancel arrived stops the run the ordinary way: it then reports
+    // what ran. Either way it stops, and says which.
     await page.goto(`/${link({ workload: { type: 'synthetic', num_requests: 2000000, rate_rps: 999 } })}`);
     await expect(page.locator('#status')).toHaveAttribute('data-state', 'running');
     const f0 = Date.now();
     await page.keyboard.press('Escape');
-    await expect(page.locator('#status')).toHaveAttribute('data-state', 'cancelled', { timeout: 10_000 });
-    console.log(`cancel-building: stopped by force in ${Date.now() - f0} ms`);
-    await expect(page.locator('#status')).toContainText('before it had results');
+    await expect(page.locator('#status')).toHaveAttribute('data-state', /^(cancelled|done)$/, { timeout: 10_000 });
+    const how = await page.locator('#status').getAttribute('data-state');
+    console.log(`cancel-building: ${how === 'cancelled' ? 'stopped by force' : 'stopped after building'} in ${Date.now() - f0} ms`);
+    if (how === 'cancelled') await expect(page.locator('#status')).toContainText('before it had results');
+    else await expect(page.locator('#status')).toContainText(/^Cancelled: [\d,]+ of 2,000,000 requests completed/);
     // The engine is back: the next run works.
     const n = await runsDone(page);
     await page.locator('#f-workload-num_requests').fill('100');
