@@ -53,6 +53,9 @@ describe('the npm package', () => {
     expectTypeOf<ReturnType<Simulation['reasons']>>().toEqualTypeOf<Reason[]>();
     expectTypeOf<Summary['mean_ttft_ms']>().toEqualTypeOf<number>();
     expectTypeOf<Summary['p99_e2e_latency_ms']>().toEqualTypeOf<number>();
+    // Every key declared, none behind a string index (summary.wasm.test.ts holds real runs to them).
+    expectTypeOf<Summary['meets_slo']>().toEqualTypeOf<boolean | undefined>();
+    expectTypeOf<Summary>().not.toHaveProperty('not_a_summary_key');
     expectTypeOf<RecordColumns['end_ms']>().toEqualTypeOf<Float64Array>();
     // Uploaded files, by the name the scenario gives them, wherever a run is built.
     type Files = Record<string, Uint8Array>;

@@ -16,6 +16,7 @@ export type {
   Reason,
   RecordColumns,
   Summary,
+  SummaryNumberKey,
   TierSeries,
   Topology,
 } from '../../pkg/servesim_wasm.js';

@@ -55,7 +55,7 @@ describe('the engine module', () => {
       'duration_ms',
       'prefix_cache_reused_ratio',
       'output_throughput_tok_s',
-    ]) {
+    ] as const) {
       expect(typeof a[key], key).toBe('number');
     }
     const report = JSON.parse(sim.reportJson());

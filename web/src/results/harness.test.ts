@@ -61,7 +61,7 @@ describe('planner record', () => {
     const record = sim.planner() as PlannerRecord;
     expect(record).toEqual(c.expected_planner);
     const config = sim.config() as EffectiveConfig;
-    const end = Number((sim.summary() as Record<string, number>).duration_ms);
+    const end = Number(sim.summary().duration_ms);
     const steps = replicaSteps(record, config, end);
     expect(steps.pools.map((p) => p.pool)).toEqual(['agg']);
     const agg = steps.pools[0] as (typeof steps.pools)[0];
@@ -106,7 +106,7 @@ describe('tier series', () => {
     }
     expect(Array.from(tiers.host_hit_tokens as Float64Array)).toEqual(perWindow);
     // GPU + host hits over all tokens of first admissions: the summary's first-admission reuse.
-    const s = sim.summary() as Record<string, number>;
+    const s = sim.summary();
     expect((totals.gpu + totals.host) / (totals.gpu + totals.host + totals.computed)).toBeCloseTo(Number(s.first_admission_prefix_cache_reused_ratio), 12);
     const t = tierTimes(series.t_ms, series.interval_ms, n);
     expect(t.length).toBe(n);
@@ -132,7 +132,11 @@ describe('example scenarios', () => {
 
   it('show what they are for', { timeout: 60_000 }, () => {
     const byId = Object.fromEntries(EXAMPLES.map((e) => [e.id, run(JSON.stringify(e.scenario))]));
-    const summary = (id: string) => byId[id]?.summary() as Record<string, number>;
+    const summary = (id: string) => {
+      const s = byId[id]?.summary();
+      if (!s) throw new Error(`no example ${id}`);
+      return s;
+    };
     expect(summary('closed-loop').goodput_completed_requests).toBeGreaterThan(0);
     const planner = byId.planner?.planner() as PlannerRecord;
     expect(planner.scaling_events.some((e) => e.reason === 'scale_up')).toBe(true);

@@ -3,13 +3,14 @@
 // report's own keys, each explained), reasons for requests that could not run, and the CLI
 // command.
 
-import type { Reason, RunResult } from '../engine/protocol';
+import type { Reason, RunResult, Summary, SummaryNumberKey } from '../engine/protocol';
+import { summaryKeys } from '../engine/summary-keys';
 import { explain, TERMS, term } from '../ui/glossary';
 import type { Run } from './charts';
 import { verdictClass } from './compare';
 
 /** Headline cards: summary key, label, unit, the glossary term of the label. */
-export const HEADLINE: [string, string, string, string][] = [
+export const HEADLINE: [SummaryNumberKey, string, string, string][] = [
   ['mean_ttft_ms', 'Mean TTFT', 'ms', 'TTFT'],
   ['p99_ttft_ms', 'p99 TTFT', 'ms', 'TTFT'],
   ['mean_tpot_ms', 'Mean TPOT', 'ms', 'TPOT'],
@@ -36,7 +37,7 @@ function cell(tag: 'td' | 'th', text: string, cls?: string): HTMLElement {
 }
 
 /** The backend's name for a request losing its place: preemption (vLLM) or retraction (SGLang). */
-export function mechanism(r: RunResult): { key: string; label: string } {
+export function mechanism(r: RunResult): { key: 'num_preemptions' | 'num_retractions'; label: string } {
   return r.config.pools.some((p) => p.backend === 'sglang')
     ? { key: 'num_retractions', label: 'Retractions' }
     : { key: 'num_preemptions', label: 'Preemptions' };
@@ -80,7 +81,7 @@ export function renderHeadline(root: HTMLElement, runs: Run[]): void {
     root.append(p);
   }
   const mech = mechanism(cur.result);
-  const cards: [string, string, string, string][] = [...HEADLINE, [mech.key, mech.label, '', mech.label]];
+  const cards: [SummaryNumberKey, string, string, string][] = [...HEADLINE, [mech.key, mech.label, '', mech.label]];
   // With an SLA set, goodput stands next to throughput.
   if ('goodput_output_throughput_tok_s' in cur.result.summary) cards.splice(5, 0, ['goodput_output_throughput_tok_s', 'Goodput', 'tok/s', 'Goodput']);
   // With images, what the vision encoder cost and how often its cache saved it.
@@ -133,7 +134,7 @@ function delta(a: unknown, b: unknown): string {
 }
 
 /** The rows the summary leads with; the rest are behind "All metrics". */
-export const KEY_METRICS = [
+export const KEY_METRICS: (keyof Summary)[] = [
   'num_requests',
   'completed_requests',
   'mean_ttft_ms',
@@ -150,7 +151,7 @@ export const KEY_METRICS = [
 ];
 
 /** The summary table: every key of the report, or only `keys` (in that order, where present). */
-export function renderSummary(table: HTMLTableElement, runs: Run[], keys?: string[]): void {
+export function renderSummary(table: HTMLTableElement, runs: Run[], keys?: (keyof Summary)[]): void {
   // The markup's <thead> and <tbody> (createTHead returns the existing head).
   const head = table.createTHead();
   const body = table.tBodies[0] ?? table.createTBody();
@@ -164,7 +165,7 @@ export function renderSummary(table: HTMLTableElement, runs: Run[], keys?: strin
   for (const run of runs) hr.append(cell('th', runs.length > 1 ? run.label : 'value', 'num'));
   if (base) hr.append(cell('th', `${cur.label} vs ${base.label}`, 'num'));
   head.append(hr);
-  const all = Object.keys(cur.result.summary);
+  const all = summaryKeys(cur.result.summary);
   for (const k of keys ? keys.filter((x) => all.includes(x)) : all) {
     const tr = document.createElement('tr');
     tr.dataset.key = k;
