@@ -95,7 +95,7 @@ export class ConfigForm {
     private root: HTMLFormElement,
     private defaults: JsonObject,
     presets: Presets,
-    engine: FormEngine,
+    private engine: FormEngine,
     private onChange: () => void,
   ) {
     this.state = clone(defaults);
@@ -117,7 +117,6 @@ export class ConfigForm {
       config: () => this.config,
       pool: () => this.pool(),
     };
-    this.engine = engine;
     this.model = new ModelChoice(ctx);
     root.addEventListener('submit', (e) => e.preventDefault());
     this.section('Model and hardware', (body) => modelPicker(body, ctx, this.model), 'model');
@@ -136,8 +135,6 @@ export class ConfigForm {
     this.root.append(other);
     this.refresh();
   }
-
-  private engine: FormEngine;
 
   /** The uploaded trace (links carry just its name). */
   get trace(): Upload | null {
