@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the engine's npm package in web/pkg with wasm-pack (`--target web`, cargo profile
 # `wasm`), using the wasm-bindgen-cli on PATH (pinned to the crate's version; wasm-pack
-# downloads nothing with `--mode no-install`), then wasm-opt -O3 from the npm package
+# downloads nothing with `--mode no-install`), then wasm-opt -Os from the npm package
 # binaryen (>= 116; Debian's 108 corrupts wasm-bindgen output), then names the package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +27,9 @@ if [ -x "$WASM_OPT" ]; then
     exit 1
   fi
   # Features come from the module's target_features section (never set `strip = true`).
-  # -O3, not -Oz: measured 10 % faster replays for 1.5 % more bytes.
-  "$WASM_OPT" -O3 web/pkg/servesim_wasm_bg.wasm -o web/pkg/servesim_wasm_bg.wasm
+  # -Os with the profile's opt-level "s": the download under 1.2 MB (docs/performance.md);
+  # WASM_OPT_LEVEL=-O3 with CARGO_PROFILE_WASM_OPT_LEVEL=3 builds the faster, larger module.
+  "$WASM_OPT" "${WASM_OPT_LEVEL:--Os}" web/pkg/servesim_wasm_bg.wasm -o web/pkg/servesim_wasm_bg.wasm
 else
   echo "build-wasm: no wasm-opt (run npm ci first); keeping the unoptimised module" >&2
 fi

@@ -3,7 +3,10 @@
 
 import { expect, test } from '@playwright/test';
 import { cliRun } from './cli';
-import { link, manual, runsDone, screenshot, waitRun, watchErrors } from './helpers';
+import { link, manual, openForm, runsDone, screenshot, waitRun, watchErrors } from './helpers';
+
+// These tests set individual settings: the whole form is open from the start.
+test.beforeEach(async ({ page }) => openForm(page));
 
 test('three runs compared: each with its settings diff, GPUs and colour, deltas coloured, and the set in the link', async ({ page }, info) => {
   const errors = watchErrors(page);

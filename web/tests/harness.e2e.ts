@@ -6,7 +6,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, type Page, test } from '@playwright/test';
 import { type CliAnswer, cliRun } from './cli';
-import { expectEngineNumbers, link, manual, runsDone, screenshot, shownScenario, waitFresh, waitRun, watchErrors } from './helpers';
+import { expectEngineNumbers, link, manual, openForm, runsDone, screenshot, shownScenario, waitFresh, waitRun, watchErrors } from './helpers';
+
+// These tests set individual settings: the whole form is open from the start.
+test.beforeEach(async ({ page }) => openForm(page));
 
 /**
  * The summary table equals `servesim run` of the page's scenario.json, key for key: numbers

@@ -7,6 +7,16 @@ import { deflateRawSync } from 'node:zlib';
 import { expect, type Page, type TestInfo } from '@playwright/test';
 import { type CliAnswer, cliRun } from './cli';
 
+/**
+ * Opens the whole form from the start (every section and "More settings" group), for tests of
+ * individual settings; call in `test.beforeEach`.
+ */
+export async function openForm(page: Page): Promise<void> {
+  await page.addInitScript(() => {
+    (globalThis as { __servesimOpenForm?: boolean }).__servesimOpenForm = true;
+  });
+}
+
 /** A share link for a partial scenario, built independently of the page's own encoder. */
 export function link(partial: object): string {
   return `#v1.${deflateRawSync(Buffer.from(JSON.stringify(partial), 'utf8')).toString('base64url')}`;

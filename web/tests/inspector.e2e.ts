@@ -8,9 +8,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, type Page, test } from '@playwright/test';
-import { LESSONS } from '../src/inspector-lessons';
+import { LESSONS } from '../src/inspector/lessons';
 import { SERVESIM } from './cli';
-import { link, runsDone, screenshot, waitRun, watchErrors } from './helpers';
+import { link, openForm, runsDone, screenshot, waitRun, watchErrors } from './helpers';
+
+// These tests set individual settings: the whole form is open from the start.
+test.beforeEach(async ({ page }) => openForm(page));
 
 /** `servesim run SCENARIO --events OUT`: the file's bytes. */
 function cliEvents(scenario: object): Buffer {
@@ -123,7 +126,7 @@ test.describe('the inspector', () => {
     const chip = page.locator(`[data-list="waiting"] [data-request="${victim}"]`);
     await expect(chip).toHaveAttribute('data-preempted', '1');
     await expect(page.locator('[data-list="waiting"] .inspector-chip').first()).toHaveAttribute('data-request', String(victim));
-    await expect(page.locator('#inspector-log li[data-kind="preempted"]').first()).toContainText(`"request":${victim}`);
+    await expect(page.locator('#inspector-log li[data-kind="preempted"]').first()).toContainText(`request #${victim} is preempted`);
     await expect(page.locator('#inspector-timeline .seg[data-kind="preempted"]')).toHaveCount(1);
     await expect(page.locator('#inspector-timeline')).toContainText('lost its KV 1×');
     // Why: the story says so, with the pool as that pass left it.
@@ -275,6 +278,7 @@ test.describe('the inspector', () => {
     await page.goto(`/${link(l.scenario)}`);
     await waitRun(page, 0, 30_000);
     const over = page.locator('#chart-kv .u-over');
+    await over.scrollIntoViewIfNeeded();
     const b = await over.boundingBox();
     if (!b) throw new Error('no chart');
     await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);

@@ -62,10 +62,42 @@ export interface EngineTimeSeries {
 export type SummaryStat = 'mean' | 'min' | 'max' | 'median' | 'p75' | 'p90' | 'p95' | 'p99' | 'std';
 export type SummaryMeasure = 'ttft_ms' | 'ttst_ms' | 'tpot_ms' | 'itl_ms' | 'e2e_latency_ms' | 'output_token_throughput_per_user';
 
+/** The G3 store's transfers in one direction (`g3_offload.read`, `g3_offload.write`). */
+export interface G3Io {
+  submitted_jobs: number;
+  completed_jobs: number;
+  cancelled_jobs: number;
+  completed_bytes: number;
+  transfer_ms: number;
+}
+
+/** `g3_offload`: the disk tier's counters (a run with `engine.g3_offload`). */
+export interface G3Stats {
+  lookup_probes: number;
+  lookup_hits: number;
+  lookup_pending: number;
+  read: G3Io;
+  write: G3Io;
+  evictions: number;
+  cross_worker_read_blocks: number;
+  resident_blocks: number;
+  pending_blocks: number;
+  /** Requests that gave up restoring from G3 (absent when none did). */
+  bypassed_restores?: number;
+}
+
+/** One host pool's figures (`g2_domains`). */
+export interface G2Domain {
+  capacity_blocks: number;
+  resident_blocks: number;
+  used_blocks: number;
+}
+
 /**
- * `summary()`: Dynamo's replay-summary keys. A figure that is not a finite number is `null`;
- * `meets_slo` is there only when the scenario sets an SLO, the goodput figures only with
- * an SLA.
+ * `summary()`: Dynamo's replay-summary keys and servesim's, every one declared (a test holds
+ * real summaries to this list). A figure that is not a finite number is `null`; the goodput
+ * figures are there only with an SLA, `meets_slo` only with an SLO, the image figures only
+ * with images, the tier counters only with offload tiers.
  */
 export type Summary = {
   num_requests: number;
@@ -76,16 +108,39 @@ export type Summary = {
   num_retractions: number;
   total_input_tokens: number;
   total_output_tokens: number;
+  committed_prefill_tokens: number;
   duration_ms: number;
   request_throughput_rps: number;
   input_throughput_tok_s: number;
   output_throughput_tok_s: number;
   total_throughput_tok_s: number;
-  total_gpus: number;
+  prefill_worker_seconds: number;
+  decode_worker_seconds: number;
+  prefill_gpus_per_worker: number;
+  decode_gpus_per_worker: number;
   gpu_hours: number;
+  total_gpus: number;
+  gpu_seconds: number;
+  goodput_completed_requests?: number;
+  goodput_request_throughput_rps?: number;
+  goodput_output_throughput_tok_s?: number;
+  processed_tokens: number;
   prefix_cache_reused_ratio: number;
+  first_admission_prefix_cache_reused_ratio: number;
+  num_ttft_samples: number;
+  num_tpot_samples: number;
+  num_e2e_latency_samples: number;
+  g3_offload?: G3Stats;
+  g2_domains?: G2Domain[];
+  num_images?: number;
+  mean_encoder_time_ms?: number;
+  encoder_cache_hit_ratio?: number;
+  encoder_cache_lookups?: number;
   meets_slo?: boolean;
-} & { [K in `${SummaryStat}_${SummaryMeasure}`]: number } & Record<string, number | boolean | null | undefined>;
+} & { [K in `${SummaryStat}_${SummaryMeasure}`]: number };
+
+/** A summary key whose value is a number (every key but the tier counters and `meets_slo`). */
+export type SummaryNumberKey = { [K in keyof Summary]-?: Summary[K] extends number | undefined ? K : never }[keyof Summary];
 
 /** One pool's effective figures. */
 export interface PoolConfig {

@@ -61,7 +61,7 @@ impl EventRecording {
     pub fn new(
         scenario_json: &str,
         trace: Option<String>,
-        files: Option<Object>,
+        #[wasm_bindgen(unchecked_param_type = "Record<string, Uint8Array> | null | undefined")] files: Option<Object>,
         from_ms: f64,
         to_ms: f64,
         max_bytes: usize,

@@ -80,7 +80,12 @@ impl SweepPoint {
     /// scenario names, as for `Simulation`. Built as `servesim sweep` builds a point (no time
     /// series: a line has none).
     #[wasm_bindgen(constructor)]
-    pub fn new(sweep_json: &str, index: usize, trace: Option<String>, files: Option<Object>) -> Result<SweepPoint, JsError> {
+    pub fn new(
+        sweep_json: &str,
+        index: usize,
+        #[wasm_bindgen(unchecked_optional_param_type = "string")] trace: Option<String>,
+        #[wasm_bindgen(unchecked_optional_param_type = "Record<string, Uint8Array>")] files: Option<Object>,
+    ) -> Result<SweepPoint, JsError> {
         let sweep = parse(sweep_json)?;
         if index >= sweep.len() {
             return Err(JsError::new(&format!("point {index}: the sweep has {} points", sweep.len())));

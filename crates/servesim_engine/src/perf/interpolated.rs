@@ -17,7 +17,8 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::io::{Cursor, Read};
+
+mod npz;
 
 /// A profile problem, naming the array at fault.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,16 +66,7 @@ pub struct Profile {
 impl Profile {
     /// Reads an NPZ archive (stored or deflated members named `NAME.npy`).
     pub fn from_npz(bytes: &[u8]) -> Result<Profile, ProfileError> {
-        let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| ProfileError(format!("profile: not an NPZ archive: {e}")))?;
-        let mut arrays = HashMap::new();
-        for i in 0..zip.len() {
-            let mut member = zip.by_index(i).map_err(|e| ProfileError(format!("profile: {e}")))?;
-            let name = member.name().trim_end_matches(".npy").to_string();
-            let mut buf = Vec::new();
-            member.read_to_end(&mut buf).map_err(|e| ProfileError(format!("profile: {name}: {e}")))?;
-            arrays.insert(name.clone(), read_npy(&name, &buf)?);
-        }
-        Profile::from_arrays(&arrays)
+        Profile::from_arrays(&npz::read_arrays(bytes)?)
     }
 
     /// Builds a profile from named arrays, checking names, shapes and axes.
@@ -189,27 +181,6 @@ fn trilinear(xs: &[f64], ys: &[f64], ws: &[f64], v: &[f64], x: f64, y: f64, w: f
     lerp(plane(i), plane(i + 1), tx)
 }
 
-/// Parses one `.npy` member into float64 values (any numeric dtype is widened).
-fn read_npy(name: &str, bytes: &[u8]) -> Result<Array, ProfileError> {
-    let err = |e: std::io::Error| ProfileError(format!("profile: `{name}`: {e}"));
-    let npy = npyz::NpyFile::new(bytes).map_err(err)?;
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    if npy.order() == npyz::Order::Fortran && shape.len() > 1 {
-        return Err(ProfileError(format!("profile: `{name}` is stored in Fortran order; save it in C order")));
-    }
-    let data: Vec<f64> = match npy.dtype() {
-        npyz::DType::Plain(t) => match (t.type_char(), t.num_bytes()) {
-            (npyz::TypeChar::Float, Some(8)) => npy.into_vec::<f64>().map_err(err)?,
-            (npyz::TypeChar::Float, Some(4)) => npy.into_vec::<f32>().map_err(err)?.into_iter().map(f64::from).collect(),
-            (npyz::TypeChar::Int, Some(8)) => npy.into_vec::<i64>().map_err(err)?.into_iter().map(|v| v as f64).collect(),
-            (npyz::TypeChar::Int, Some(4)) => npy.into_vec::<i32>().map_err(err)?.into_iter().map(f64::from).collect(),
-            _ => return Err(ProfileError(format!("profile: `{name}` has unsupported dtype {}", t))),
-        },
-        other => return Err(ProfileError(format!("profile: `{name}` has unsupported dtype {other:?}"))),
-    };
-    Ok(Array { shape, data })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,7 +277,7 @@ mod tests {
 
     /// A stored (uncompressed) NPZ built by hand: the format numpy's `savez` writes.
     fn npz(members: &[(&str, &[usize], &[f64])]) -> Vec<u8> {
-        use std::io::Write;
+        use std::io::{Cursor, Write};
         let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
         let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
         for (name, shape, data) in members {

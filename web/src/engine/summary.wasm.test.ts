@@ -1,0 +1,58 @@
+// Real summaries against the declared keys (summary-keys.ts): every key a run writes is
+// declared, with a value of its declared kind, and every required key is in every run.
+
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { initSync, Simulation } from '../../pkg/servesim_wasm.js';
+import { SUMMARY_FIELDS } from './summary-keys';
+
+beforeAll(() => {
+  initSync({ module: readFileSync(fileURLToPath(new URL('../../pkg/servesim_wasm_bg.wasm', import.meta.url))) });
+});
+
+function summaryOf(scenario: object): Record<string, unknown> {
+  const sim = new Simulation(JSON.stringify(scenario), undefined, 0);
+  while (!sim.advance(100_000)) {}
+  const s = sim.summary() as unknown as Record<string, unknown>;
+  sim.free();
+  return s;
+}
+
+const small = { type: 'synthetic', num_requests: 30, rate_rps: 20 };
+const host = { kv_cache_bytes_per_token: 131072, native_host_offload: { num_host_blocks: 2048 } };
+const SCENARIOS: [string, object][] = [
+  ['the defaults', {}],
+  ['an SLA and an SLO', { workload: small, slo: { ttft_ms: 500 } }],
+  ['images', { workload: { ...small, images: { per_request: 1, tokens_per_image: 64 } } }],
+  ['host and disk tiers', { engine: { ...host, g3_offload: { scope: 'worker_local', num_g3_blocks: 4096 } }, workload: small }],
+  [
+    'a host pool shared by the cluster',
+    {
+      engine: { ...host, native_host_offload: { num_host_blocks: 2048, scope: 'cluster_shared', kv_layout_id: 'a' } },
+      cluster: { num_workers: 2 },
+      workload: small,
+    },
+  ],
+  ['SGLang, disaggregated', { engine: { backend: 'sglang' }, cluster: { num_prefill_workers: 1, num_decode_workers: 1 }, workload: small }],
+];
+
+describe('the summary', () => {
+  it('writes only declared keys, and every required one, in every kind of run', () => {
+    const seen = new Set<string>();
+    for (const [name, scenario] of SCENARIOS) {
+      const s = summaryOf(JSON.parse(JSON.stringify(scenario)));
+      const undeclared = Object.keys(s).filter((k) => !SUMMARY_FIELDS.has(k as never));
+      expect(undeclared, name).toEqual([]);
+      const missing = [...SUMMARY_FIELDS].filter(([k, need]) => need === 'required' && !(k in s)).map(([k]) => k);
+      expect(missing, name).toEqual([]);
+      for (const [k, v] of Object.entries(s)) {
+        seen.add(k);
+        const kind = k === 'meets_slo' ? 'boolean' : k === 'g3_offload' || k === 'g2_domains' ? 'object' : 'number';
+        expect(v === null || typeof v === kind, `${name}: ${k} is ${typeof v}`).toBe(true);
+      }
+    }
+    // Every declared key is written by one of these runs: none is stale.
+    expect([...SUMMARY_FIELDS.keys()].filter((k) => !seen.has(k))).toEqual([]);
+  });
+});

@@ -1,0 +1,180 @@
+// The engine's home: a dedicated Web Worker that owns the wasm module, so the page never
+// freezes. Runs advance in ~25 ms slices; between slices the worker yields, which lets a
+// `cancel` message in. Whatever is heavy about a result stays here: the per-request records
+// (the page gets their CDFs), the series of every rank (the page gets the first few), and
+// the exports, built on request.
+
+import init, {
+  defaultScenario,
+  inspectScenario,
+  normalizeScenario,
+  panicForTesting,
+  presets,
+  randomSeed,
+  Simulation,
+  smallestTensorParallel,
+  version,
+} from '../../pkg/servesim_wasm.js';
+import { recordEvents } from '../inspector/recorder';
+import { recordsCsv, seriesCsv } from './exports';
+import { type ExportKind, MAX_RANKS, type Reply, type Request, type RunResult, type TimeSeries } from './protocol';
+
+const ready = init();
+const cancelled = new Set<number>();
+/** Finished runs kept for exports, newest last. */
+const kept = new Map<number, Simulation>();
+const KEEP = 4;
+/** Points of each latency CDF handed to the page. */
+const MAX_CDF_POINTS = 600;
+
+function post(msg: Reply, transfer: Transferable[] = []): void {
+  (self as unknown as Worker).postMessage(msg, transfer);
+}
+
+function messageOf(e: unknown): string {
+  if (e instanceof Error) return e.message.replace(/^Error: /, '');
+  return String(e);
+}
+
+/** Yields to the event loop without setTimeout's clamping. */
+function yieldNow(): Promise<void> {
+  return new Promise((resolve) => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => resolve();
+    ch.port2.postMessage(null);
+  });
+}
+
+async function run(
+  id: number,
+  json: string,
+  trace: Blob | undefined,
+  interval: number | undefined,
+  files: Record<string, Uint8Array> | undefined,
+): Promise<void> {
+  const t0 = performance.now();
+  // The trace file is read here, in the worker, at each run (the page never holds its text).
+  const text = trace ? await trace.text() : undefined;
+  if (cancelled.has(id)) {
+    cancelled.delete(id);
+    throw new Error('cancelled before it started');
+  }
+  const sim = new Simulation(json, text, interval, files);
+  let chunk = 64;
+  for (;;) {
+    const sliceStart = performance.now();
+    let done = false;
+    while (!done && performance.now() - sliceStart < 25) {
+      const c0 = performance.now();
+      done = sim.advance(chunk);
+      const took = performance.now() - c0;
+      if (took < 4) chunk = Math.min(chunk * 2, 1 << 20);
+      else if (took > 12 && chunk > 1) chunk = Math.max(1, chunk >> 1);
+    }
+    if (done) break;
+    post({ type: 'progress', id, progress: sim.progress(), now_ms: sim.nowMs() });
+    await yieldNow();
+    if (cancelled.has(id)) {
+      sim.cancel();
+      post({ type: 'progress', id, progress: sim.progress(), now_ms: sim.nowMs(), stopped: true });
+      break;
+    }
+  }
+  cancelled.delete(id);
+  const full = sim.timeseries();
+  const reasons = sim.reasons();
+  const series: TimeSeries = { ...full, ranks: full.ranks.slice(0, MAX_RANKS), rank_count: full.ranks.length };
+  const result: RunResult = {
+    id,
+    cancelled: sim.cancelled,
+    requests: sim.numRequests(),
+    summary: sim.summary(),
+    config: sim.config(),
+    series,
+    cdfs: sim.latencyCdfs(MAX_CDF_POINTS),
+    reasons: reasons.slice(0, 50),
+    reason_count: reasons.length,
+    now_ms: sim.nowMs(),
+    elapsed_ms: performance.now() - t0,
+    planner: sim.planner(),
+    tiers: sim.tierSeries(),
+  };
+  kept.set(id, sim);
+  while (kept.size > KEEP) {
+    const oldest = kept.keys().next().value as number;
+    kept.get(oldest)?.free();
+    kept.delete(oldest);
+  }
+  const transfer: Transferable[] = [series.t_ms.buffer];
+  for (const col of Object.values(series.cluster)) transfer.push(col.buffer);
+  for (const r of series.ranks) for (const col of Object.values(r.columns)) transfer.push(col.buffer);
+  for (const col of Object.values(result.tiers ?? {})) transfer.push(col.buffer);
+  post({ type: 'result', id, result }, transfer);
+}
+
+function exported(run: number, kind: ExportKind): string {
+  const sim = kept.get(run);
+  if (!sim) throw new Error('that run is no longer kept; run it again');
+  if (kind === 'json') return sim.reportJson();
+  if (kind === 'requests') return recordsCsv(sim.records());
+  return seriesCsv(sim.timeseries());
+}
+
+self.onmessage = async (ev: MessageEvent<Request>) => {
+  const msg = ev.data;
+  if (msg.type === 'cancel') {
+    cancelled.add(msg.id);
+    return;
+  }
+  try {
+    await ready;
+    switch (msg.type) {
+      case 'hello':
+        post({ type: 'hello', id: msg.id, defaults: defaultScenario(), version: version(), presets: presets() });
+        break;
+      case 'normalize':
+        post({ type: 'normalized', id: msg.id, json: normalizeScenario(msg.json) });
+        break;
+      case 'inspect':
+        post({ type: 'inspected', id: msg.id, json: inspectScenario(msg.json) });
+        break;
+      case 'smallest-tp':
+        post({ type: 'smallest-tp', id: msg.id, tp: smallestTensorParallel(msg.json) ?? null });
+        break;
+      case 'random-seed':
+        post({ type: 'random-seed', id: msg.id, seed: randomSeed() });
+        break;
+      case 'run':
+        await run(msg.id, msg.json, msg.trace, msg.interval_ms, msg.files);
+        break;
+      case 'record-events': {
+        const { id, type: _t, ...args } = msg;
+        const stop = () => cancelled.delete(id);
+        try {
+          const recording = await recordEvents(
+            args,
+            (p, now) => post({ type: 'progress', id, progress: p, now_ms: now }),
+            () => cancelled.has(id),
+            yieldNow,
+          );
+          post({ type: 'events', id, recording }, [recording.bytes.buffer]);
+        } finally {
+          stop();
+        }
+        break;
+      }
+      case 'panic':
+        panicForTesting();
+        break;
+      case 'export':
+        post({ type: 'export', id: msg.id, text: exported(msg.run, msg.kind) });
+        break;
+    }
+  } catch (e) {
+    // A wasm trap (a panic; its message went to the console through the panic hook) leaves
+    // the module unusable: the page restarts the worker.
+    const fatal = e instanceof WebAssembly.RuntimeError;
+    const message = fatal ? `the engine crashed: ${messageOf(e)} (the engine was restarted)` : messageOf(e);
+    post({ type: 'error', id: msg.id, message, fatal });
+  }
+};
