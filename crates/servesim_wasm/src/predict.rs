@@ -39,7 +39,11 @@ fn mapped_json(m: &predict::Mapped) -> Value {
 /// holds what it names (a model directory's `NAME/config.json`, its trace) as `Uint8Array`s by
 /// name. Errors name the line and the field, as the CLI's do.
 #[wasm_bindgen(js_name = dynosimToScenario)]
-pub fn dynosim_to_scenario(yaml: &str, sets_json: Option<String>, files: Option<Object>) -> Result<String, JsError> {
+pub fn dynosim_to_scenario(
+    yaml: &str,
+    sets_json: Option<String>,
+    #[wasm_bindgen(unchecked_optional_param_type = "Record<string, Uint8Array>")] files: Option<Object>,
+) -> Result<String, JsError> {
     let sets = sets_of(sets_json)?;
     let mut uploads = Uploads { trace: None, read: &mut |name| read_file(&files, name) };
     let m = predict::predict(yaml, SOURCE, &sets, &mut uploads).map_err(js_err)?;
@@ -69,7 +73,11 @@ impl Recommendation {
     /// A recommend file (YAML text) and overrides (JSON list of `PATH=VALUE`); `files` as for
     /// `dynosimToScenario`.
     #[wasm_bindgen(constructor)]
-    pub fn new(yaml: &str, sets_json: Option<String>, files: Option<Object>) -> Result<Recommendation, JsError> {
+    pub fn new(
+        yaml: &str,
+        sets_json: Option<String>,
+        #[wasm_bindgen(unchecked_optional_param_type = "Record<string, Uint8Array>")] files: Option<Object>,
+    ) -> Result<Recommendation, JsError> {
         let rec = predict::recommend(yaml, SOURCE, &sets_of(sets_json)?).map_err(js_err)?;
         Ok(Recommendation { search: Search::new(rec), files, objectives: Vec::new() })
     }
@@ -208,7 +216,7 @@ impl CandidateRun {
         objective_json: Option<String>,
         gpus: u32,
         trace: Option<String>,
-        files: Option<Object>,
+        #[wasm_bindgen(unchecked_optional_param_type = "Record<string, Uint8Array>")] files: Option<Object>,
     ) -> Result<CandidateRun, JsError> {
         let s = Scenario::from_json_str(scenario_json).map_err(js_err)?;
         let objective: Option<Slo> = match objective_json.as_deref() {
