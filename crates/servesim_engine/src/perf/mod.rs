@@ -5,6 +5,7 @@
 //! `Duration::div_f64`; the reference does exactly this, and near-ties at the nanosecond
 //! decide event order.
 
+pub mod ais;
 pub mod interpolated;
 mod polynomial;
 pub mod roofline;

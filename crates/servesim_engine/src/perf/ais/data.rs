@@ -1,0 +1,361 @@
+//! A measured-kernel data file: one GPU × framework × version of AIConfigurator's kernel
+//! tables, in servesim's own compact format (written by `servesim-ais-convert`, described in
+//! `docs/formats.md#measured-kernel-data`).
+//!
+//! The file is a zip archive (deflate) of `meta.json` (provenance, the GPU's figures and an
+//! index of the tables) and little-endian arrays, one set per table *slice* (one quant of
+//! the GEMM table, one `(fmha, kv, kv heads, head size, window)` key of an attention table,
+//! one tensor-parallel size of the all-reduce table...). A slice holds its points sorted by
+//! their coordinates, and its values as an exact encoding of float64 (see [`decode_values`]).
+//!
+//! New tables (MoE, MLA, NCCL) are new `kind`s of slice: the reader keeps every slice under
+//! its kind and key, and a table it does not use costs nothing.
+
+use std::collections::BTreeMap;
+use std::io::{Cursor, Read};
+
+use serde::{Deserialize, Serialize};
+
+use super::interp::{Curve, Grid, LeafValue, SiteCurves};
+
+/// The format's name in `meta.json`.
+pub const FORMAT: &str = "servesim-measured-kernels";
+/// The format version this reader understands.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A problem with a data file, naming what is wrong.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataError(pub String);
+
+impl std::fmt::Display for DataError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DataError {}
+
+fn err(msg: impl Into<String>) -> DataError {
+    DataError(msg.into())
+}
+
+/// The GPU and node figures of AIConfigurator's `systems/<gpu>.yaml` the model reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemSpec {
+    pub name: String,
+    /// HBM bandwidth, bytes/s.
+    pub mem_bw: f64,
+    pub mem_bw_empirical_scaling_factor: f64,
+    /// Seconds added to every memory-bound op.
+    pub mem_empirical_constant_latency: f64,
+    /// HBM bytes.
+    pub mem_capacity: Option<u64>,
+    pub bfloat16_tc_flops: Option<f64>,
+    pub int8_tc_flops: Option<f64>,
+    pub fp8_tc_flops: Option<f64>,
+    pub fp4_tc_flops: Option<f64>,
+    /// Board power, W.
+    pub power: Option<f64>,
+    pub sm_version: Option<u32>,
+    pub num_gpus_per_node: u32,
+    pub inter_node_bw: f64,
+    pub intra_node_bw: f64,
+    /// Seconds.
+    pub p2p_latency: f64,
+    pub num_gpus_per_rack: Option<u32>,
+    pub inter_rack_bw: Option<f64>,
+    /// NCCL's memory by GPUs per group, bytes.
+    #[serde(default)]
+    pub nccl_mem: BTreeMap<u32, u64>,
+    /// Other reserved memory, bytes.
+    pub other_mem: Option<u64>,
+}
+
+impl SystemSpec {
+    /// Point-to-point bandwidth for a collective over `gpus` GPUs: within a node, within a
+    /// rack, across racks.
+    pub fn p2p_bandwidth(&self, gpus: u32) -> f64 {
+        if gpus <= self.num_gpus_per_node {
+            return self.intra_node_bw;
+        }
+        if gpus <= self.num_gpus_per_rack.unwrap_or(u32::MAX) {
+            return self.inter_node_bw;
+        }
+        self.inter_rack_bw.unwrap_or(self.inter_node_bw)
+    }
+}
+
+/// One slice's entry in `meta.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SliceMeta {
+    /// `gemm`, `context_attention`, `generation_attention`, `custom_allreduce`,
+    /// `compute_scale`, `scale_matrix`.
+    pub kind: String,
+    /// The slice's discrete key (quant, dtypes, head size, tp...).
+    pub key: BTreeMap<String, serde_json::Value>,
+    /// The continuous axes, outermost first.
+    pub axes: Vec<String>,
+    pub points: usize,
+    /// Member-name prefix of the slice's arrays.
+    pub prefix: String,
+    /// Whether the slice has a `power` stream.
+    #[serde(default)]
+    pub power: bool,
+    /// Where the rows came from (kernel source lane, versions), for provenance.
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// `meta.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    pub format: String,
+    pub format_version: u32,
+    pub system: SystemSpec,
+    /// Package, version, tables and filters the file was made from.
+    pub provenance: serde_json::Value,
+    pub slices: Vec<SliceMeta>,
+}
+
+/// The whole file, parsed into query-ready tables.
+#[derive(Debug)]
+pub struct KernelData {
+    pub meta: Meta,
+    /// GEMM by quant name.
+    pub gemm: BTreeMap<String, SiteCurves>,
+    /// Context attention by (fmha, kv, kv-head lookup, head size, window): axes (heads, full
+    /// sequence, batch).
+    pub context: BTreeMap<AttnKey, Grid>,
+    /// Generation attention by (kv, kv-head lookup, head size, window): axes (heads, batch,
+    /// sequence).
+    pub generation: BTreeMap<AttnKey, Grid>,
+    /// Custom all-reduce by tensor-parallel size: message elements → latency.
+    pub allreduce: BTreeMap<u32, Curve>,
+    /// fp8_static overhead tables by quant: axes (m, k).
+    pub compute_scale: BTreeMap<String, Grid>,
+    pub scale_matrix: BTreeMap<String, Grid>,
+}
+
+/// An attention slice's key. `fmha` is empty for generation attention; `n_kv` is 0 when the
+/// kernel has as many KV heads as query heads (AIConfigurator's convention).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct AttnKey {
+    pub fmha: String,
+    pub kv: String,
+    pub n_kv: u32,
+    pub head_size: u32,
+    pub window: u32,
+}
+
+impl KernelData {
+    /// Parses a data file's bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<KernelData, DataError> {
+        let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| err(format!("not a measured-kernel data file: {e}")))?;
+        let mut members: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        for i in 0..zip.len() {
+            let mut m = zip.by_index(i).map_err(|e| err(e.to_string()))?;
+            let name = m.name().to_string();
+            let mut buf = Vec::with_capacity(m.size() as usize);
+            m.read_to_end(&mut buf).map_err(|e| err(format!("{name}: {e}")))?;
+            members.insert(name, buf);
+        }
+        let meta_bytes = members.get("meta.json").ok_or_else(|| err("meta.json is missing"))?;
+        let meta: Meta = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(meta_bytes))
+            .map_err(|e| err(format!("meta.json: {}: {}", e.path(), e.inner())))?;
+        if meta.format != FORMAT {
+            return Err(err(format!("meta.json: format `{}`, expected `{FORMAT}`", meta.format)));
+        }
+        if meta.format_version != FORMAT_VERSION {
+            return Err(err(format!("meta.json: format_version {} (this servesim reads {FORMAT_VERSION})", meta.format_version)));
+        }
+        let mut data = KernelData {
+            meta: meta.clone(),
+            gemm: BTreeMap::new(),
+            context: BTreeMap::new(),
+            generation: BTreeMap::new(),
+            allreduce: BTreeMap::new(),
+            compute_scale: BTreeMap::new(),
+            scale_matrix: BTreeMap::new(),
+        };
+        for s in &meta.slices {
+            let ctx = |m: &str| format!("slice `{}` ({}): {m}", s.prefix, s.kind);
+            let coords = u32s(member(&members, &format!("{}.coords", s.prefix))?).map_err(|e| err(ctx(&e)))?;
+            if coords.len() != s.points * s.axes.len() {
+                return Err(err(ctx(&format!("{} coordinates for {} points of {} axes", coords.len(), s.points, s.axes.len()))));
+            }
+            let latency = decode_values(&members, &format!("{}.latency", s.prefix), s.points).map_err(|e| err(ctx(&e.0)))?;
+            let power = if s.power {
+                decode_values(&members, &format!("{}.power", s.prefix), s.points).map_err(|e| err(ctx(&e.0)))?
+            } else {
+                vec![0.0; s.points]
+            };
+            let points: Vec<(&[u32], LeafValue)> = coords
+                .chunks_exact(s.axes.len())
+                .zip(latency.iter().zip(&power))
+                .map(|(c, (&l, &p))| (c, LeafValue::with_power(l, p)))
+                .collect();
+            let key_str = |k: &str| -> Result<String, DataError> {
+                s.key.get(k).and_then(|v| v.as_str()).map(str::to_string).ok_or_else(|| err(ctx(&format!("key `{k}` missing"))))
+            };
+            let key_u32 = |k: &str| -> Result<u32, DataError> {
+                s.key.get(k).and_then(|v| v.as_u64()).map(|v| v as u32).ok_or_else(|| err(ctx(&format!("key `{k}` missing"))))
+            };
+            match s.kind.as_str() {
+                "gemm" => {
+                    let order = u32s(member(&members, &format!("{}.site_order", s.prefix))?).map_err(|e| err(ctx(&e)))?;
+                    let order: Vec<[u32; 2]> = order.chunks_exact(2).map(|c| [c[0], c[1]]).collect();
+                    data.gemm.insert(key_str("quant")?, SiteCurves::new(&points, &order));
+                }
+                "context_attention" | "generation_attention" => {
+                    let key = AttnKey {
+                        fmha: if s.kind == "context_attention" { key_str("fmha")? } else { String::new() },
+                        kv: key_str("kv")?,
+                        n_kv: key_u32("n_kv")?,
+                        head_size: key_u32("head_size")?,
+                        window: key_u32("window")?,
+                    };
+                    let grid = Grid::new(&points, s.axes.len());
+                    if s.kind == "context_attention" { data.context.insert(key, grid) } else { data.generation.insert(key, grid) };
+                }
+                "custom_allreduce" => {
+                    data.allreduce.insert(key_u32("tp")?, Curve::new(points.iter().map(|(c, v)| (c[0] as f64, *v)).collect()));
+                }
+                "compute_scale" => {
+                    data.compute_scale.insert(key_str("quant")?, Grid::new(&points, 2));
+                }
+                "scale_matrix" => {
+                    data.scale_matrix.insert(key_str("quant")?, Grid::new(&points, 2));
+                }
+                // A table this servesim does not model (yet): kept out of the way.
+                _ => {}
+            }
+        }
+        data.clamp_to_sol();
+        Ok(data)
+    }
+
+    /// Measured points below their speed of light are raised to it, as the reference does
+    /// when it loads the GEMM and generation-attention tables (context attention is kept).
+    fn clamp_to_sol(&mut self) {
+        use super::ops::{gemm_sol, generation_attention_dtype, generation_attention_sol, tc_flops};
+        use super::quant::{GemmQuant, KvQuant};
+        let sys = self.meta.system.clone();
+        for (name, table) in self.gemm.iter_mut() {
+            let Some(q) = GemmQuant::parse(name) else { continue };
+            let Ok(flops) = tc_flops(&sys, q.compute_dtype()) else { continue };
+            table.map_values(|m, n, k, mut v| {
+                let sol = gemm_sol(&sys, q.memory(), flops, m as f64, n as f64, k as f64);
+                if sol > v.latency {
+                    v.latency = sol;
+                }
+                v
+            });
+        }
+        for (key, grid) in self.generation.iter_mut() {
+            let Some(kv) = KvQuant::parse(&key.kv) else { continue };
+            let Ok(flops) = tc_flops(&sys, generation_attention_dtype(&sys, kv)) else { continue };
+            grid.map_values(|c, mut v| {
+                let coords = [c[0] as f64, c[1] as f64, c[2] as f64];
+                let sol = generation_attention_sol(&sys, key.n_kv, key.head_size, key.window, kv.memory(), flops, &coords);
+                if sol > v.latency {
+                    v.latency = sol;
+                }
+                v
+            });
+        }
+    }
+
+    /// `system/backend/version` of the file.
+    pub fn identity(&self) -> (String, String, String) {
+        let p = &self.meta.provenance;
+        let s = |k: &str| p.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+        (self.meta.system.name.clone(), s("backend"), s("backend_version"))
+    }
+}
+
+fn member<'a>(members: &'a BTreeMap<String, Vec<u8>>, name: &str) -> Result<&'a [u8], DataError> {
+    members.get(name).map(Vec::as_slice).ok_or_else(|| err(format!("member `{name}` is missing")))
+}
+
+fn u32s(bytes: &[u8]) -> Result<Vec<u32>, String> {
+    if bytes.len() % 4 != 0 {
+        return Err(format!("{} bytes is not a whole number of u32", bytes.len()));
+    }
+    Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+/// Reads the value stream `name`: float64 values stored exactly but compactly. Measured
+/// latencies are mostly means of float32 timings, so each value is a float32 `x` and a
+/// divisor `k` with `value == x as f64 / k` exactly; `NAME.code` holds `k` per value (0: the
+/// value is the next float64 of `NAME.f64`), `NAME.f32` the float32s in order.
+pub fn decode_values(members: &BTreeMap<String, Vec<u8>>, name: &str, n: usize) -> Result<Vec<f64>, DataError> {
+    let codes = member(members, &format!("{name}.code"))?;
+    let f32s = member(members, &format!("{name}.f32"))?;
+    let f64s = member(members, &format!("{name}.f64"))?;
+    if codes.len() != n {
+        return Err(err(format!("{name}.code holds {} values, expected {n}", codes.len())));
+    }
+    let (mut i32_, mut i64_) = (0usize, 0usize);
+    let mut out = Vec::with_capacity(n);
+    for &k in codes {
+        if k == 0 {
+            let b = f64s.get(i64_ * 8..i64_ * 8 + 8).ok_or_else(|| err(format!("{name}.f64 is short")))?;
+            out.push(f64::from_le_bytes(b.try_into().expect("8 bytes")));
+            i64_ += 1;
+        } else {
+            let b = f32s.get(i32_ * 4..i32_ * 4 + 4).ok_or_else(|| err(format!("{name}.f32 is short")))?;
+            out.push(f32::from_le_bytes(b.try_into().expect("4 bytes")) as f64 / k as f64);
+            i32_ += 1;
+        }
+    }
+    if i32_ * 4 != f32s.len() || i64_ * 8 != f64s.len() {
+        return Err(err(format!("{name}: values left over")));
+    }
+    Ok(out)
+}
+
+/// The inverse of [`decode_values`]: (codes, float32 bytes, float64 bytes). Exact: every
+/// value decodes to the same bits.
+pub fn encode_values(values: &[f64]) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let (mut codes, mut f32s, mut f64s) = (Vec::with_capacity(values.len()), Vec::new(), Vec::new());
+    'next: for &v in values {
+        if v.is_finite() {
+            for k in 1u8..=255 {
+                let x = (v * k as f64) as f32;
+                if (x as f64 / k as f64).to_bits() == v.to_bits() {
+                    codes.push(k);
+                    f32s.extend_from_slice(&x.to_le_bytes());
+                    continue 'next;
+                }
+            }
+        }
+        codes.push(0);
+        f64s.extend_from_slice(&v.to_le_bytes());
+    }
+    (codes, f32s, f64s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_encoding_is_exact() {
+        let values = [63.8311767578125, 43.273640950520836, 0.1 + 0.2, 1e-300, 0.0, -2.5, f64::NAN, 7.0 / 9.0];
+        let (c, a, b) = encode_values(&values);
+        let mut m = BTreeMap::new();
+        m.insert("v.code".to_string(), c);
+        m.insert("v.f32".to_string(), a);
+        m.insert("v.f64".to_string(), b);
+        let back = decode_values(&m, "v", values.len()).unwrap();
+        for (x, y) in values.iter().zip(&back) {
+            assert_eq!(x.to_bits(), y.to_bits(), "{x} → {y}");
+        }
+        // 43.27… is a float32 mean of three: one byte of code and four of value.
+        assert_eq!(m["v.code"][1], 3);
+        assert!(decode_values(&m, "v", 3).is_err(), "a wrong count is an error");
+    }
+}
