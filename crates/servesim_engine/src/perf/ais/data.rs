@@ -192,11 +192,11 @@ impl KernelData {
             } else {
                 vec![0.0; s.points]
             };
-            let points: Vec<(&[u32], LeafValue)> = coords
-                .chunks_exact(s.axes.len())
-                .zip(latency.iter().zip(&power))
-                .map(|(c, (&l, &p))| (c, LeafValue::with_power(l, p)))
-                .collect();
+            // Stored axis-major: axis a of point i is at a × points + i.
+            let dims = s.axes.len();
+            let rows: Vec<Vec<u32>> = (0..s.points).map(|i| (0..dims).map(|a| coords[a * s.points + i]).collect()).collect();
+            let points: Vec<(&[u32], LeafValue)> =
+                rows.iter().zip(latency.iter().zip(&power)).map(|(c, (&l, &p))| (c.as_slice(), LeafValue::with_power(l, p))).collect();
             let key_str = |k: &str| -> Result<String, DataError> {
                 s.key.get(k).and_then(|v| v.as_str()).map(str::to_string).ok_or_else(|| err(ctx(&format!("key `{k}` missing"))))
             };
