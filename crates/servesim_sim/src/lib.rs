@@ -3,6 +3,7 @@
 //! [`Simulation`]; every caller (the CLI, the page, tests, fuzz targets) builds runs with it.
 
 pub mod build;
+pub mod kernels;
 pub mod cluster;
 mod error;
 pub mod planner;
@@ -14,7 +15,7 @@ pub mod sim;
 pub mod sweep;
 pub mod workload;
 
-pub use build::{BuildOptions, DirFiles, Files, Input, Interval, MemFiles, Profiles, build};
+pub use build::{BuildOptions, DirFiles, Files, Input, Interval, KERNEL_PREFIX, MemFiles, Profiles, build, default_kernel_dir};
 pub use error::SimError;
 pub use report::RunReport;
 pub use scenario::{Scenario, SimConfig};

@@ -89,7 +89,11 @@ fn timing(t: &TimingModel) -> Value {
     match t {
         TimingModel::Polynomial => json!({"type": "polynomial"}),
         TimingModel::Fixed { prefill_ms, decode_ms } => json!({"type": "fixed", "prefill_ms": prefill_ms, "decode_ms": decode_ms}),
-        TimingModel::External { .. } => json!({"type": "external"}),
+        TimingModel::External { provider, .. } if provider != "ais" => json!({"type": "external"}),
+        TimingModel::External { .. } | TimingModel::Ais(_) => {
+            let a = t.ais().expect("ais arguments");
+            json!({"type": "ais", "model": a.model.as_str().unwrap_or("custom"), "system": a.system, "tp": a.tp, "pp": a.pp})
+        }
         TimingModel::Roofline(r) => {
             let name = |m: &ModelRef| match m {
                 ModelRef::Preset(n) => n.clone(),

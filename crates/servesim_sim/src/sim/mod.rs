@@ -176,6 +176,7 @@ impl Simulation {
             max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(UNBOUNDED_BATCH_TOKENS, u64::from),
             launch: launch.clone(),
             profile: cfg.profiles.get(&launch.engine),
+            kernels: cfg.kernels.get(&launch.engine),
             startup_ms: launch.startup_time.unwrap_or(0.0) * 1000.0,
             queued: Default::default(),
             tiers,
@@ -194,8 +195,8 @@ impl Simulation {
         let fleet = &mut self.fleet;
         let p = &fleet.pools[pool];
         let id = p.workers.len() as u32;
-        let (role, launch, profile, emit_events, tiers) =
-            (p.role, p.launch.clone(), p.profile.clone(), p.router.wants_kv_events(), p.tiers.clone());
+        let (role, launch, profile, kernels, emit_events, tiers) =
+            (p.role, p.launch.clone(), p.profile.clone(), p.kernels.clone(), p.router.wants_kv_events(), p.tiers.clone());
         let group = fleet.workers.len();
         let start = fleet.ranks.len();
         for (dp, &target) in targets.iter().enumerate() {
@@ -204,6 +205,7 @@ impl Simulation {
                 dp_size: launch.dp_size,
                 emit_events,
                 profile: profile.clone(),
+                kernels: kernels.clone(),
                 worker: id,
                 tiers: tiers.clone(),
             };
