@@ -159,6 +159,17 @@ impl KernelSets {
     }
 }
 
+/// The measured-kernel model of one engine's arguments (for `servesim estimate`).
+pub fn model_for(engine: &EngineArgs, files: &mut dyn Files) -> Result<AisModel, SimError> {
+    let args = engine.timing_model.ais().ok_or_else(|| SimError::new("engine.timing_model: not a measured-kernel (ais) timing model"))?.into_owned();
+    let bytes = files.kernel_file(INDEX)?;
+    let index: Value = serde_json::from_slice(&bytes).map_err(|e| SimError::new(format!("measured-kernel {INDEX}: {e}")))?;
+    build_model(&args, engine, &index, &mut None, &mut BTreeMap::new(), files).map_err(|e| match e {
+        Built::Field(e) => SimError::new(format!("engine.timing_model.{e}")),
+        Built::File(e) => e,
+    })
+}
+
 enum Built {
     Field(String),
     File(SimError),
@@ -194,6 +205,17 @@ fn build_model(
         let name = index.get("models").and_then(|m| m.as_str()).unwrap_or("models.json");
         let bytes = files.kernel_file(name).map_err(Built::File)?;
         *models = Some(serde_json::from_slice(&bytes).map_err(|e| Built::File(SimError::new(format!("{name}: {e}"))))?);
+    }
+    // A name that is not bundled may be a directory holding a config.json (as the reference
+    // reads a local model path), relative to the scenario or case.
+    let bundled = |n: &str| models.as_ref().and_then(|m| m.get("models")).and_then(|m| m.get(n)).is_some();
+    if let Value::String(dir) = &args.model
+        && !bundled(dir)
+        && let Ok(bytes) = files.read(&format!("{dir}/config.json"))
+    {
+        let cfg: Value = serde_json::from_slice(&bytes).map_err(|e| Built::File(SimError::new(format!("{dir}/config.json: {e}"))))?;
+        let shape = servesim_engine::perf::ais::model::ModelShape::from_config(&cfg).map_err(|e| Built::Field(format!("model `{dir}/config.json`: {e}")))?;
+        return AisModel::new(kd, shape, dir.clone(), args, backend).map_err(Built::Field);
     }
     let (shape, name) = resolve_model(&args.model, models.as_ref()).map_err(Built::Field)?;
     AisModel::new(kd, shape, name, args, backend).map_err(Built::Field)
