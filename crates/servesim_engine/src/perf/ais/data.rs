@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read};
+use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -120,23 +121,42 @@ pub struct Meta {
     pub slices: Vec<SliceMeta>,
 }
 
-/// The whole file, parsed into query-ready tables.
-#[derive(Debug)]
+/// The whole file: its meta read at once, each table slice decompressed and built into a
+/// query-ready table the first time a query needs it (a model reads a few of a file's ~100).
 pub struct KernelData {
     pub meta: Meta,
+    archive: Mutex<zip::ZipArchive<Cursor<Vec<u8>>>>,
     /// GEMM by quant name.
-    pub gemm: BTreeMap<String, SiteCurves>,
+    gemm: BTreeMap<String, Lazy<SiteCurves>>,
     /// Context attention by (fmha, kv, kv-head lookup, head size, window): axes (heads, full
     /// sequence, batch).
-    pub context: BTreeMap<AttnKey, Grid>,
+    context: BTreeMap<AttnKey, Lazy<Grid>>,
     /// Generation attention by (kv, kv-head lookup, head size, window): axes (heads, batch,
     /// sequence).
-    pub generation: BTreeMap<AttnKey, Grid>,
+    generation: BTreeMap<AttnKey, Lazy<Grid>>,
     /// Custom all-reduce by tensor-parallel size: message elements → latency.
-    pub allreduce: BTreeMap<u32, Curve>,
+    allreduce: BTreeMap<u32, Lazy<Curve>>,
     /// fp8_static overhead tables by quant: axes (m, k).
-    pub compute_scale: BTreeMap<String, Grid>,
-    pub scale_matrix: BTreeMap<String, Grid>,
+    compute_scale: BTreeMap<String, Lazy<Grid>>,
+    scale_matrix: BTreeMap<String, Lazy<Grid>>,
+}
+
+/// A slice's index in `meta.slices` and its table once built.
+struct Lazy<T> {
+    slice: usize,
+    table: OnceLock<Result<T, DataError>>,
+}
+
+impl<T> Lazy<T> {
+    fn new(slice: usize) -> Self {
+        Lazy { slice, table: OnceLock::new() }
+    }
+}
+
+impl std::fmt::Debug for KernelData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelData").field("system", &self.meta.system.name).field("slices", &self.meta.slices.len()).finish()
+    }
 }
 
 /// An attention slice's key. `fmha` is empty for generation attention; `n_kv` is 0 when the
@@ -151,19 +171,11 @@ pub struct AttnKey {
 }
 
 impl KernelData {
-    /// Parses a data file's bytes.
+    /// Parses a data file's bytes (the meta now, the tables as they are needed).
     pub fn from_bytes(bytes: &[u8]) -> Result<KernelData, DataError> {
-        let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| err(format!("not a measured-kernel data file: {e}")))?;
-        let mut members: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-        for i in 0..zip.len() {
-            let mut m = zip.by_index(i).map_err(|e| err(e.to_string()))?;
-            let name = m.name().to_string();
-            let mut buf = Vec::with_capacity(m.size() as usize);
-            m.read_to_end(&mut buf).map_err(|e| err(format!("{name}: {e}")))?;
-            members.insert(name, buf);
-        }
-        let meta_bytes = members.get("meta.json").ok_or_else(|| err("meta.json is missing"))?;
-        let meta: Meta = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(meta_bytes))
+        let mut zip = zip::ZipArchive::new(Cursor::new(bytes.to_vec())).map_err(|e| err(format!("not a measured-kernel data file: {e}")))?;
+        let meta_bytes = read_member(&mut zip, "meta.json")?;
+        let meta: Meta = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&meta_bytes))
             .map_err(|e| err(format!("meta.json: {}: {}", e.path(), e.inner())))?;
         if meta.format != FORMAT {
             return Err(err(format!("meta.json: format `{}`, expected `{FORMAT}`", meta.format)));
@@ -173,6 +185,7 @@ impl KernelData {
         }
         let mut data = KernelData {
             meta: meta.clone(),
+            archive: Mutex::new(zip),
             gemm: BTreeMap::new(),
             context: BTreeMap::new(),
             generation: BTreeMap::new(),
@@ -180,34 +193,22 @@ impl KernelData {
             compute_scale: BTreeMap::new(),
             scale_matrix: BTreeMap::new(),
         };
-        for s in &meta.slices {
-            let ctx = |m: &str| format!("slice `{}` ({}): {m}", s.prefix, s.kind);
-            let coords = u32s(member(&members, &format!("{}.coords", s.prefix))?).map_err(|e| err(ctx(&e)))?;
-            if coords.len() != s.points * s.axes.len() {
-                return Err(err(ctx(&format!("{} coordinates for {} points of {} axes", coords.len(), s.points, s.axes.len()))));
+        for (i, s) in meta.slices.iter().enumerate() {
+            let ctx = |m: &str| err(format!("slice `{}` ({}): {m}", s.prefix, s.kind));
+            let key_str = |k: &str| s.key.get(k).and_then(|v| v.as_str()).map(str::to_string).ok_or_else(|| ctx(&format!("key `{k}` missing")));
+            let key_u32 = |k: &str| s.key.get(k).and_then(|v| v.as_u64()).map(|v| v as u32).ok_or_else(|| ctx(&format!("key `{k}` missing")));
+            let dims = match s.kind.as_str() {
+                "gemm" | "context_attention" | "generation_attention" => 3,
+                "compute_scale" | "scale_matrix" => 2,
+                "custom_allreduce" => 1,
+                _ => s.axes.len(),
+            };
+            if s.axes.len() != dims {
+                return Err(ctx(&format!("{} axes, expected {dims}", s.axes.len())));
             }
-            let latency = decode_values(&members, &format!("{}.latency", s.prefix), s.points).map_err(|e| err(ctx(&e.0)))?;
-            let power = if s.power {
-                decode_values(&members, &format!("{}.power", s.prefix), s.points).map_err(|e| err(ctx(&e.0)))?
-            } else {
-                vec![0.0; s.points]
-            };
-            // Stored axis-major: axis a of point i is at a × points + i.
-            let dims = s.axes.len();
-            let rows: Vec<Vec<u32>> = (0..s.points).map(|i| (0..dims).map(|a| coords[a * s.points + i]).collect()).collect();
-            let points: Vec<(&[u32], LeafValue)> =
-                rows.iter().zip(latency.iter().zip(&power)).map(|(c, (&l, &p))| (c.as_slice(), LeafValue::with_power(l, p))).collect();
-            let key_str = |k: &str| -> Result<String, DataError> {
-                s.key.get(k).and_then(|v| v.as_str()).map(str::to_string).ok_or_else(|| err(ctx(&format!("key `{k}` missing"))))
-            };
-            let key_u32 = |k: &str| -> Result<u32, DataError> {
-                s.key.get(k).and_then(|v| v.as_u64()).map(|v| v as u32).ok_or_else(|| err(ctx(&format!("key `{k}` missing"))))
-            };
             match s.kind.as_str() {
                 "gemm" => {
-                    let order = u32s(member(&members, &format!("{}.site_order", s.prefix))?).map_err(|e| err(ctx(&e)))?;
-                    let order: Vec<[u32; 2]> = order.chunks_exact(2).map(|c| [c[0], c[1]]).collect();
-                    data.gemm.insert(key_str("quant")?, SiteCurves::new(&points, &order));
+                    data.gemm.insert(key_str("quant")?, Lazy::new(i));
                 }
                 "context_attention" | "generation_attention" => {
                     let key = AttnKey {
@@ -217,55 +218,131 @@ impl KernelData {
                         head_size: key_u32("head_size")?,
                         window: key_u32("window")?,
                     };
-                    let grid = Grid::new(&points, s.axes.len());
-                    if s.kind == "context_attention" { data.context.insert(key, grid) } else { data.generation.insert(key, grid) };
+                    let map = if s.kind == "context_attention" { &mut data.context } else { &mut data.generation };
+                    map.insert(key, Lazy::new(i));
                 }
                 "custom_allreduce" => {
-                    data.allreduce.insert(key_u32("tp")?, Curve::new(points.iter().map(|(c, v)| (c[0] as f64, *v)).collect()));
+                    data.allreduce.insert(key_u32("tp")?, Lazy::new(i));
                 }
                 "compute_scale" => {
-                    data.compute_scale.insert(key_str("quant")?, Grid::new(&points, 2));
+                    data.compute_scale.insert(key_str("quant")?, Lazy::new(i));
                 }
                 "scale_matrix" => {
-                    data.scale_matrix.insert(key_str("quant")?, Grid::new(&points, 2));
+                    data.scale_matrix.insert(key_str("quant")?, Lazy::new(i));
                 }
                 // A table this servesim does not model (yet): kept out of the way.
                 _ => {}
             }
         }
-        data.clamp_to_sol();
         Ok(data)
     }
 
-    /// Measured points below their speed of light are raised to it, as the reference does
-    /// when it loads the GEMM and generation-attention tables (context attention is kept).
-    fn clamp_to_sol(&mut self) {
-        use super::ops::{gemm_sol, generation_attention_dtype, generation_attention_sol, tc_flops};
-        use super::quant::{GemmQuant, KvQuant};
-        let sys = self.meta.system.clone();
-        for (name, table) in self.gemm.iter_mut() {
-            let Some(q) = GemmQuant::parse(name) else { continue };
-            let Ok(flops) = tc_flops(&sys, q.compute_dtype()) else { continue };
-            table.map_values(|m, n, k, mut v| {
-                let sol = gemm_sol(&sys, q.memory(), flops, m as f64, n as f64, k as f64);
-                if sol > v.latency {
-                    v.latency = sol;
-                }
-                v
-            });
+    /// A slice's points: (coordinates, value) in stored order.
+    fn points(&self, i: usize) -> Result<(Vec<Vec<u32>>, Vec<LeafValue>), DataError> {
+        let s = &self.meta.slices[i];
+        let ctx = |m: String| err(format!("slice `{}` ({}): {m}", s.prefix, s.kind));
+        let mut zip = self.archive.lock().expect("archive");
+        let coords = u32s(&read_member(&mut zip, &format!("{}.coords", s.prefix))?).map_err(ctx)?;
+        if coords.len() != s.points * s.axes.len() {
+            return Err(ctx(format!("{} coordinates for {} points of {} axes", coords.len(), s.points, s.axes.len())));
         }
-        for (key, grid) in self.generation.iter_mut() {
-            let Some(kv) = KvQuant::parse(&key.kv) else { continue };
-            let Ok(flops) = tc_flops(&sys, generation_attention_dtype(&sys, kv)) else { continue };
-            grid.map_values(|c, mut v| {
-                let coords = [c[0] as f64, c[1] as f64, c[2] as f64];
-                let sol = generation_attention_sol(&sys, key.n_kv, key.head_size, key.window, kv.memory(), flops, &coords);
-                if sol > v.latency {
-                    v.latency = sol;
-                }
-                v
-            });
-        }
+        let latency = decode_stream(&mut zip, &format!("{}.latency", s.prefix), s.points).map_err(|e| ctx(e.0))?;
+        let power = if s.power { decode_stream(&mut zip, &format!("{}.power", s.prefix), s.points).map_err(|e| ctx(e.0))? } else { vec![0.0; s.points] };
+        // Stored axis-major: axis a of point i is at a × points + i.
+        let dims = s.axes.len();
+        let rows = (0..s.points).map(|p| (0..dims).map(|a| coords[a * s.points + p]).collect()).collect();
+        Ok((rows, latency.iter().zip(&power).map(|(&l, &p)| LeafValue::with_power(l, p)).collect()))
+    }
+
+    fn build<'a, T>(&'a self, lazy: &'a Lazy<T>, f: impl FnOnce(&[(&[u32], LeafValue)]) -> Result<T, DataError>) -> Result<&'a T, String> {
+        lazy.table
+            .get_or_init(|| {
+                let (rows, values) = self.points(lazy.slice)?;
+                let pts: Vec<(&[u32], LeafValue)> = rows.iter().map(Vec::as_slice).zip(values).collect();
+                f(&pts)
+            })
+            .as_ref()
+            .map_err(|e| e.0.clone())
+    }
+
+    /// The GEMM table of a quant (its points raised to their speed of light, as the reference loads them).
+    pub fn gemm(&self, quant: &str) -> Result<Option<&SiteCurves>, String> {
+        let Some(lazy) = self.gemm.get(quant) else { return Ok(None) };
+        let sys = &self.meta.system;
+        self.build(lazy, |pts| {
+            let mut order: Vec<[u32; 2]> = Vec::new();
+            {
+                let mut zip = self.archive.lock().expect("archive");
+                let raw = u32s(&read_member(&mut zip, &format!("{}.site_order", self.meta.slices[lazy.slice].prefix))?).map_err(err)?;
+                order.extend(raw.chunks_exact(2).map(|c| [c[0], c[1]]));
+            }
+            let mut t = SiteCurves::new(pts, &order);
+            if let Some(q) = super::quant::GemmQuant::parse(quant)
+                && let Ok(flops) = super::ops::tc_flops(sys, q.compute_dtype())
+            {
+                t.map_values(|m, n, k, mut v| {
+                    let sol = super::ops::gemm_sol(sys, q.memory(), flops, m as f64, n as f64, k as f64);
+                    if sol > v.latency {
+                        v.latency = sol;
+                    }
+                    v
+                });
+            }
+            Ok(t)
+        })
+        .map(Some)
+    }
+
+    /// The GEMM quants the file holds.
+    pub fn gemm_quants(&self) -> Vec<&str> {
+        self.gemm.keys().map(String::as_str).collect()
+    }
+
+    /// A context-attention slice.
+    pub fn context(&self, key: &AttnKey) -> Result<Option<&Grid>, String> {
+        let Some(lazy) = self.context.get(key) else { return Ok(None) };
+        self.build(lazy, |pts| Ok(Grid::new(pts, 3))).map(Some)
+    }
+
+    /// A generation-attention slice (raised to its speed of light, as the reference loads it).
+    pub fn generation(&self, key: &AttnKey) -> Result<Option<&Grid>, String> {
+        let Some(lazy) = self.generation.get(key) else { return Ok(None) };
+        let sys = &self.meta.system;
+        self.build(lazy, |pts| {
+            let Some(kv) = super::quant::KvQuant::parse(&key.kv) else { return Ok(Grid::new(pts, 3)) };
+            let Ok(flops) = super::ops::tc_flops(sys, super::ops::generation_attention_dtype(sys, kv)) else { return Ok(Grid::new(pts, 3)) };
+            let raised: Vec<(&[u32], LeafValue)> = pts
+                .iter()
+                .map(|&(c, mut v)| {
+                    let coords = [c[0] as f64, c[1] as f64, c[2] as f64];
+                    let sol = super::ops::generation_attention_sol(sys, key.n_kv, key.head_size, key.window, kv.memory(), flops, &coords);
+                    if sol > v.latency {
+                        v.latency = sol;
+                    }
+                    (c, v)
+                })
+                .collect();
+            Ok(Grid::new(&raised, 3))
+        })
+        .map(Some)
+    }
+
+    /// Tensor-parallel sizes with all-reduce data.
+    pub fn allreduce_sizes(&self) -> Vec<u32> {
+        self.allreduce.keys().copied().collect()
+    }
+
+    /// The all-reduce curve at `tp` GPUs.
+    pub fn allreduce(&self, tp: u32) -> Result<Option<&Curve>, String> {
+        let Some(lazy) = self.allreduce.get(&tp) else { return Ok(None) };
+        self.build(lazy, |pts| Ok(Curve::new(pts.iter().map(|(c, v)| (c[0] as f64, *v)).collect()))).map(Some)
+    }
+
+    /// fp8_static's compute_scale (`matrix = false`) or scale_matrix table for `quant`.
+    pub fn scale_table(&self, matrix: bool, quant: &str) -> Result<Option<&Grid>, String> {
+        let map = if matrix { &self.scale_matrix } else { &self.compute_scale };
+        let Some(lazy) = map.get(quant) else { return Ok(None) };
+        self.build(lazy, |pts| Ok(Grid::new(pts, 2))).map(Some)
     }
 
     /// `system/backend/version` of the file.
@@ -274,6 +351,22 @@ impl KernelData {
         let s = |k: &str| p.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
         (self.meta.system.name.clone(), s("backend"), s("backend_version"))
     }
+}
+
+fn read_member(zip: &mut zip::ZipArchive<Cursor<Vec<u8>>>, name: &str) -> Result<Vec<u8>, DataError> {
+    let mut m = zip.by_name(name).map_err(|_| err(format!("member `{name}` is missing")))?;
+    let mut buf = Vec::with_capacity(m.size() as usize);
+    m.read_to_end(&mut buf).map_err(|e| err(format!("{name}: {e}")))?;
+    Ok(buf)
+}
+
+fn decode_stream(zip: &mut zip::ZipArchive<Cursor<Vec<u8>>>, name: &str, n: usize) -> Result<Vec<f64>, DataError> {
+    let mut m = BTreeMap::new();
+    for part in ["code", "f32", "f64"] {
+        let key = format!("{name}.{part}");
+        m.insert(key.clone(), read_member(zip, &key)?);
+    }
+    decode_values(&m, name, n)
 }
 
 fn member<'a>(members: &'a BTreeMap<String, Vec<u8>>, name: &str) -> Result<&'a [u8], DataError> {

@@ -231,37 +231,56 @@ impl Grid {
         }
         const NN: usize = 4;
         let q: Vec<f64> = coords.iter().map(|&v| log2(v.max(1e-12))).collect();
-        let mut ranked: Vec<(f64, usize)> = self
-            .flat
-            .iter()
-            .enumerate()
-            .map(|(i, (_, lc, _))| {
-                let mut d = 0.0;
-                for (a, b) in lc.iter().zip(&q) {
-                    let delta = a - b;
-                    d += delta * delta;
-                }
-                (d, i)
-            })
-            .collect();
-        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let mut picked: Vec<(f64, f64, f64, f64)> = Vec::with_capacity(NN); // (distance, latency, power, sol)
-        let mut radius = f64::INFINITY;
-        for (d2, i) in ranked {
-            let (c, _, v) = &self.flat[i];
-            let anchor: Vec<f64> = c.iter().map(|&x| x as f64).collect();
-            let sol = (rule.sol)(&anchor);
-            if !(v.latency.is_finite() && v.latency > 0.0 && sol.is_finite() && sol > 0.0) {
-                continue;
+        let dist = |lc: &[f64]| {
+            let mut d = 0.0;
+            for (a, b) in lc.iter().zip(&q) {
+                let delta = a - b;
+                d += delta * delta;
             }
-            let d = d2.sqrt();
-            if picked.len() < NN {
-                picked.push((d, v.latency, v.blend_power(), sol));
-            } else {
-                radius = d;
-                break;
+            d
+        };
+        // The nearest few by (distance, index), then the first NN valid of them and the next
+        // valid one's distance (the taper's radius); when too few of them are valid, every point.
+        const SLACK: usize = 8;
+        let mut near: Vec<(f64, usize)> = Vec::with_capacity(NN + SLACK + 1);
+        for (i, (_, lc, _)) in self.flat.iter().enumerate() {
+            let c = (dist(lc), i);
+            if near.len() < NN + SLACK {
+                near.push(c);
+                near.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            } else if c.0.total_cmp(&near[near.len() - 1].0).then(c.1.cmp(&near[near.len() - 1].1)).is_lt() {
+                near.pop();
+                let at = near.partition_point(|x| x.0.total_cmp(&c.0).then(x.1.cmp(&c.1)).is_lt());
+                near.insert(at, c);
             }
         }
+        let pick = |ranked: &[(f64, usize)]| {
+            let mut picked: Vec<(f64, f64, f64, f64)> = Vec::with_capacity(NN); // (distance, latency, power, sol)
+            let mut radius = None;
+            for &(d2, i) in ranked {
+                let (c, _, v) = &self.flat[i];
+                let anchor: Vec<f64> = c.iter().map(|&x| x as f64).collect();
+                let sol = (rule.sol)(&anchor);
+                if !(v.latency.is_finite() && v.latency > 0.0 && sol.is_finite() && sol > 0.0) {
+                    continue;
+                }
+                let d = d2.sqrt();
+                if picked.len() < NN {
+                    picked.push((d, v.latency, v.blend_power(), sol));
+                } else {
+                    radius = Some(d);
+                    break;
+                }
+            }
+            (picked, radius)
+        };
+        let (mut picked, mut radius) = pick(&near);
+        if radius.is_none() && self.flat.len() > near.len() {
+            let mut ranked: Vec<(f64, usize)> = self.flat.iter().enumerate().map(|(i, (_, lc, _))| (dist(lc), i)).collect();
+            ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            (picked, radius) = pick(&ranked);
+        }
+        let radius = radius.unwrap_or(f64::INFINITY);
         if picked.is_empty() {
             return Err(miss(rule.axes, coords, "no positive-util boundary anchor"));
         }
@@ -362,11 +381,13 @@ impl Curve {
 }
 
 /// The GEMM table of one quant: measured (n, k) sites, each with its curve along m.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct SiteCurves {
     /// Sites in the reference's enumeration order (its tie-break), with their curves sorted by m.
     sites: Vec<Site>,
     index: std::collections::BTreeMap<(u32, u32), usize>,
+    /// For an unmeasured (n, k): every site by (distance, enumeration index), computed once.
+    neighbours: std::sync::Mutex<rustc_hash::FxHashMap<(u32, u32), std::sync::Arc<Vec<(f64, usize)>>>>,
 }
 
 #[derive(Clone, Debug)]
@@ -406,7 +427,7 @@ impl SiteCurves {
             })
             .collect();
         let index = sites.iter().enumerate().map(|(i, s)| ((s.n, s.k), i)).collect();
-        SiteCurves { sites, index }
+        SiteCurves { sites, index, neighbours: Default::default() }
     }
 
     /// Replaces each value by `f(m, n, k, value)` (the load-time SOL clamp).
@@ -442,11 +463,12 @@ impl SiteCurves {
             return Err(miss(&axes, &coords, "no sites collected"));
         }
         let (qn, qk) = (log2((n as f64).max(1e-12)), log2((k as f64).max(1e-12)));
-        let dist = |s: &Site| ((s.log_n - qn) * (s.log_n - qn) + (s.log_k - qk) * (s.log_k - qk)).sqrt();
+        let all = self.neighbours_of(n, k, qn, qk);
         let covers = |s: &Site| (s.curve[0].0 as f64) <= q && q <= (s.curve[s.curve.len() - 1].0 as f64);
-        let mut ranked: Vec<(f64, usize)> = self.sites.iter().enumerate().filter(|(_, s)| covers(s)).map(|(i, s)| (dist(s), i)).collect();
+        // Already in (distance, index) order: filtering keeps it.
+        let mut ranked: Vec<(f64, usize)> = all.iter().copied().filter(|&(_, i)| covers(&self.sites[i])).collect();
         if ranked.is_empty() {
-            ranked = self.sites.iter().enumerate().map(|(i, s)| (dist(s), i)).collect();
+            ranked = all.to_vec();
         }
         if ranked.iter().any(|&(d, _)| d <= MAX_SITE_DISTANCE) {
             ranked.retain(|&(d, _)| d <= MAX_SITE_DISTANCE);
@@ -475,6 +497,19 @@ impl SiteCurves {
             return Err(miss(&axes, &coords, "non-positive SOL at query"));
         }
         Ok((sq / (u_acc / wsum), p_acc / wsum))
+    }
+
+    fn neighbours_of(&self, n: u32, k: u32, qn: f64, qk: f64) -> std::sync::Arc<Vec<(f64, usize)>> {
+        let mut cache = self.neighbours.lock().expect("neighbour cache");
+        cache
+            .entry((n, k))
+            .or_insert_with(|| {
+                let dist = |s: &Site| ((s.log_n - qn) * (s.log_n - qn) + (s.log_k - qk) * (s.log_k - qk)).sqrt();
+                let mut all: Vec<(f64, usize)> = self.sites.iter().enumerate().map(|(i, s)| (dist(s), i)).collect();
+                all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                std::sync::Arc::new(all)
+            })
+            .clone()
     }
 
     /// A site past the measured frontier along exactly one of n, k (a large vocabulary's LM

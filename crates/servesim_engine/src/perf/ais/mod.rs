@@ -165,6 +165,9 @@ pub struct AisModel {
 struct Memo {
     prefill: FxHashMap<(u64, u64, u64), f64>,
     decode: FxHashMap<(u64, u64), f64>,
+    /// One op's milliseconds by (phase, op, what it depends on): a GEMM on its m, attention on
+    /// (batch, sequence, prefix). Passes share most of their ops' inputs.
+    ops: FxHashMap<(bool, u8, u32, u32, u32), f64>,
 }
 
 fn backend_name(b: Backend) -> &'static str {
@@ -197,23 +200,25 @@ impl AisModel {
     /// Milliseconds of the prefill part of a pass: `batch` requests whose floor-mean length
     /// after this chunk is `isl`, of which `prefix` were already in KV.
     pub fn prefill_ms(&self, batch: u64, isl: u64, prefix: u64) -> f64 {
-        if let Some(&v) = self.memo.lock().expect("memo").prefill.get(&(batch, isl, prefix)) {
+        let mut memo = self.memo.lock().expect("memo");
+        if let Some(&v) = memo.prefill.get(&(batch, isl, prefix)) {
             return v;
         }
         // The constructor probed the tables; a later miss (a shape no table anchors) costs 0.
-        let v = self.try_prefill(batch, isl, prefix).unwrap_or(0.0);
-        self.memo.lock().expect("memo").prefill.insert((batch, isl, prefix), v);
+        let v = Self::prefill_shape(batch, isl, prefix).and_then(|s| self.sum(&mut memo, true, s)).unwrap_or(0.0);
+        memo.prefill.insert((batch, isl, prefix), v);
         v
     }
 
     /// Milliseconds of one decode step of `batch` requests holding `active_kv` tokens.
     pub fn decode_ms(&self, batch: u64, active_kv: u64) -> f64 {
         let s = active_kv / batch.max(1) + 1;
-        if let Some(&v) = self.memo.lock().expect("memo").decode.get(&(batch, s)) {
+        let mut memo = self.memo.lock().expect("memo");
+        if let Some(&v) = memo.decode.get(&(batch, s)) {
             return v;
         }
-        let v = self.try_decode(batch, s).unwrap_or(0.0);
-        self.memo.lock().expect("memo").decode.insert((batch, s), v);
+        let v = Self::decode_shape(batch, s).and_then(|sh| self.sum(&mut memo, false, sh)).unwrap_or(0.0);
+        memo.decode.insert((batch, s), v);
         v
     }
 
@@ -223,31 +228,64 @@ impl AisModel {
 
     /// The prefill part, op by op (`Err` names the op no table anchors).
     pub fn try_prefill(&self, batch: u64, isl: u64, prefix: u64) -> Result<f64, String> {
-        Ok(self.prefill_ops(batch, isl, prefix)?.iter().fold(0.0, |t, (_, ms)| t + ms))
+        let shape = Self::prefill_shape(batch, isl, prefix)?;
+        self.sum(&mut self.memo.lock().expect("memo"), true, shape)
     }
 
     /// One decode step at context `s` (the token being produced counts), op by op.
     pub fn try_decode(&self, batch: u64, s: u64) -> Result<f64, String> {
-        Ok(self.decode_ops(batch, s)?.iter().fold(0.0, |t, (_, ms)| t + ms))
+        let shape = Self::decode_shape(batch, s)?;
+        self.sum(&mut self.memo.lock().expect("memo"), false, shape)
     }
 
-    /// The prefill part's ops and their milliseconds.
-    pub fn prefill_ops(&self, batch: u64, isl: u64, prefix: u64) -> Result<Vec<(&'static str, f64)>, String> {
+    fn prefill_shape(batch: u64, isl: u64, prefix: u64) -> Result<Shape, String> {
         if prefix >= isl {
             return Err(format!("prefill: the prefix ({prefix}) must be shorter than the sequence ({isl})"));
         }
         let b = Self::u32_of(batch, "batch")?;
         let s = Self::u32_of(isl - prefix, "new tokens")?;
         let tokens = b.checked_mul(s).ok_or("prefill: too many tokens")?;
-        let shape = Shape { batch: b, s, prefix: Self::u32_of(prefix, "prefix")?, tokens };
+        Ok(Shape { batch: b, s, prefix: Self::u32_of(prefix, "prefix")?, tokens })
+    }
+
+    fn decode_shape(batch: u64, s: u64) -> Result<Shape, String> {
+        let b = Self::u32_of(batch, "batch")?;
+        Ok(Shape { batch: b, s: Self::u32_of(s, "context")?, prefix: 0, tokens: b })
+    }
+
+    /// The phase's ops summed in their order (the reference's order, so its bits).
+    fn sum(&self, memo: &mut Memo, context: bool, shape: Shape) -> Result<f64, String> {
+        let ops = if context { &self.graph.context } else { &self.graph.generation };
+        let mut total = 0.0;
+        for (i, op) in ops.iter().enumerate() {
+            let key = match op {
+                Op::ContextAttention { .. } | Op::GenerationAttention { .. } => (shape.batch, shape.s, shape.prefix),
+                Op::Gemm { logits: true, .. } => (shape.batch, 0, 0),
+                _ => (shape.tokens, 0, 0),
+            };
+            let key = (context, i as u8, key.0, key.1, key.2);
+            let ms = match memo.ops.get(&key) {
+                Some(&v) => v,
+                None => {
+                    let (ms, _) = op.cost(&self.data, shape)?;
+                    memo.ops.insert(key, ms);
+                    ms
+                }
+            };
+            total += ms;
+        }
+        Ok(total)
+    }
+
+    /// The prefill part's ops and their milliseconds.
+    pub fn prefill_ops(&self, batch: u64, isl: u64, prefix: u64) -> Result<Vec<(&'static str, f64)>, String> {
+        let shape = Self::prefill_shape(batch, isl, prefix)?;
         self.walk(&self.graph.context, shape)
     }
 
     /// One decode step's ops and their milliseconds.
     pub fn decode_ops(&self, batch: u64, s: u64) -> Result<Vec<(&'static str, f64)>, String> {
-        let b = Self::u32_of(batch, "batch")?;
-        let shape = Shape { batch: b, s: Self::u32_of(s, "context")?, prefix: 0, tokens: b };
-        self.walk(&self.graph.generation, shape)
+        self.walk(&self.graph.generation, Self::decode_shape(batch, s)?)
     }
 
     fn walk(&self, ops: &[Op], shape: Shape) -> Result<Vec<(&'static str, f64)>, String> {

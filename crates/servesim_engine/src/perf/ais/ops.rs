@@ -194,8 +194,8 @@ pub fn gemm(data: &KernelData, quant: GemmQuant, low_precision_input: bool, m: u
     let table_quant = quant.table_quant();
     let flops = tc_flops(sys, table_quant.compute_dtype())?;
     let memory = table_quant.memory();
-    let table = data.gemm.get(table_quant.name()).ok_or_else(|| {
-        format!("no GEMM data for quant `{}` (this file has: {})", table_quant.name(), data.gemm.keys().cloned().collect::<Vec<_>>().join(", "))
+    let table = data.gemm(table_quant.name())?.ok_or_else(|| {
+        format!("no GEMM data for quant `{}` (this file has: {})", table_quant.name(), data.gemm_quants().join(", "))
     })?;
     let sol = |m: f64, n: f64, k: f64| gemm_sol(sys, memory, flops, m, n, k);
     let mut v = table.query(m as f64, n, k, &sol).map_err(|e| e.0)?;
@@ -221,8 +221,8 @@ pub fn gemm(data: &KernelData, quant: GemmQuant, low_precision_input: bool, m: u
 /// range; beyond it compute_scale holds flat and scale_matrix scales by its memory SOL.
 fn scale_table(data: &KernelData, matrix: bool, m: u32, k: u32) -> Result<LeafValue, String> {
     let sys = &data.meta.system;
-    let (tables, what) = if matrix { (&data.scale_matrix, "scale_matrix") } else { (&data.compute_scale, "compute_scale") };
-    let g = tables.get("fp8").ok_or_else(|| format!("no {what} data for fp8 (fp8_static needs it)"))?;
+    let what = if matrix { "scale_matrix" } else { "compute_scale" };
+    let g = data.scale_table(matrix, "fp8")?.ok_or_else(|| format!("no {what} data for fp8 (fp8_static needs it)"))?;
     let factor = if matrix { 3.0 } else { 2.0 };
     let sol = move |c: &[f64]| factor * c[0] * c[1] / sys.mem_bw * 1000.0;
     let (mut m_lo, mut m_hi, mut k_lo, mut k_hi) = (u32::MAX, 0u32, u32::MAX, 0u32);
@@ -271,7 +271,7 @@ pub fn context_attention(
     let sys = &data.meta.system;
     let flops = tc_flops(sys, fmha.compute_dtype())?;
     let key = AttnKey { fmha: fmha.name().into(), kv: kv.name().into(), n_kv: n_kv_lookup(heads, kv_heads), head_size, window: 0 };
-    let g = data.context.get(&key).ok_or_else(|| format!("no context-attention data for {key:?}"))?;
+    let g = data.context(&key)?.ok_or_else(|| format!("no context-attention data for {key:?}"))?;
     let sol = |c: &[f64]| context_attention_sol(sys, key.n_kv, head_size, 0, kv.memory(), flops, c);
     let rule = GridRule { axes: &["num_heads", "seq_len", "batch"], sqrt_axis: Some(1), sol: &sol };
     g.query(&rule, &[heads as f64, full as f64, batch as f64]).map_err(|e| e.0)
@@ -283,7 +283,7 @@ pub fn generation_attention(data: &KernelData, batch: u32, s: u32, heads: u32, k
     let sys = &data.meta.system;
     let flops = tc_flops(sys, generation_attention_dtype(sys, kv))?;
     let key = AttnKey { fmha: String::new(), kv: kv.name().into(), n_kv: n_kv_lookup(heads, kv_heads), head_size, window: 0 };
-    let g = data.generation.get(&key).ok_or_else(|| format!("no generation-attention data for {key:?}"))?;
+    let g = data.generation(&key)?.ok_or_else(|| format!("no generation-attention data for {key:?}"))?;
     let sol = |c: &[f64]| generation_attention_sol(sys, key.n_kv, head_size, 0, kv.memory(), flops, c);
     let rule = GridRule { axes: &["num_heads", "batch", "seq_len"], sqrt_axis: None, sol: &sol };
     let s_min = ((s as f64 * 0.9) as u32).max(1);
@@ -303,8 +303,9 @@ pub fn generation_attention(data: &KernelData, batch: u32, s: u32, heads: u32, k
 /// at the largest measured), else the largest measured size not above it.
 fn allreduce_slice(data: &KernelData, tp: u32) -> u32 {
     let per_node = data.meta.system.num_gpus_per_node;
-    let Some(&max) = data.allreduce.keys().max() else { return tp.min(per_node) };
-    if tp <= per_node { tp.min(max) } else { data.allreduce.keys().copied().filter(|&t| t <= tp).max().unwrap_or(per_node) }
+    let sizes = data.allreduce_sizes();
+    let Some(&max) = sizes.iter().max() else { return tp.min(per_node) };
+    if tp <= per_node { tp.min(max) } else { sizes.iter().copied().filter(|&t| t <= tp).max().unwrap_or(per_node) }
 }
 
 /// The all-reduce of `elements` values over `tp` GPUs; an unmeasured size scales the
@@ -318,7 +319,7 @@ pub fn allreduce(data: &KernelData, tp: u32, elements: f64) -> Result<LeafValue,
     if eff <= 1 {
         return Ok(LeafValue::default());
     }
-    let curve = data.allreduce.get(&eff).ok_or_else(|| format!("no custom all-reduce data for {eff} GPUs (measured: {:?})", data.allreduce.keys().collect::<Vec<_>>()))?;
+    let curve = data.allreduce(eff)?.ok_or_else(|| format!("no custom all-reduce data for {eff} GPUs (measured: {:?})", data.allreduce_sizes()))?;
     let mut v = curve.query(elements).map_err(|e| e.0)?;
     if eff < tp {
         let (base, target) = (sys.p2p_bandwidth(eff), sys.p2p_bandwidth(tp));
