@@ -141,6 +141,7 @@ fn simulate(path: &Path, scenario: bool, timeseries: bool, events: Option<&Path>
     let input = input(path, scenario)?;
     let opts = BuildOptions { timeseries, ..BuildOptions::default() };
     let sim = build(&input, &mut DirFiles::beside(path).with_kernels(kernel_dir()), &opts)?;
+    let kernels = sim.kernels().clone();
     let mut report = match events {
         None => sim.run(),
         Some(events) => {
@@ -157,7 +158,7 @@ fn simulate(path: &Path, scenario: bool, timeseries: bool, events: Option<&Path>
     // A scenario's answer states what the engines ran with (`config`); a replay case's
     // answer keeps the reference's form.
     if let Input::Scenario(s) = &input {
-        report.config = Some(servesim_sim::report::config::effective(s)?);
+        report.config = Some(servesim_sim::report::config::effective_with(s, Some(&kernels))?);
     }
     Ok(report)
 }

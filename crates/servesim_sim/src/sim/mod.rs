@@ -31,6 +31,8 @@ mod offload;
 
 pub struct Simulation {
     workload: Workload,
+    /// The measured-kernel models the engines run with (for the report's config).
+    kernels: crate::kernels::KernelSets,
     /// When each request arrives (open or closed loop, sessions).
     driver: Driver,
     fleet: Fleet,
@@ -85,7 +87,9 @@ impl Simulation {
         };
         let mut collector = Collector::new(workload.len());
         collector.images = workload.has_images().then(|| Box::new(ImageStats::new(workload.len())));
+        collector.gpu_hour_usd = cfg.gpu_hour_usd;
         let mut sim = Simulation {
+            kernels: cfg.kernels.clone(),
             driver: Driver::new(&workload, load)?,
             fleet: Fleet::default(),
             handoff: None,
@@ -530,6 +534,11 @@ impl Simulation {
     }
 
     /// Ends the run (early, if it is not done: unfinished requests stay pending).
+    /// The measured-kernel models the engines run with, and the KV pools they sized.
+    pub fn kernels(&self) -> &crate::kernels::KernelSets {
+        &self.kernels
+    }
+
     pub fn finish(mut self) -> RunReport {
         self.settle_open_streaks();
         self.flush_idle_events();
