@@ -45,7 +45,11 @@ impl Table {
         let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let reader = SerializedFileReader::new(file).map_err(|e| format!("{}: {e}", path.display()))?;
         let columns = reader.metadata().file_metadata().schema_descr().columns().iter().map(|c| c.name().to_string()).collect();
-        let rows = reader.get_row_iter(None).map_err(|e| format!("{}: {e}", path.display()))?.collect::<Result<Vec<_>, _>>().map_err(|e| format!("{}: {e}", path.display()))?;
+        let rows = reader
+            .get_row_iter(None)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Table { columns, rows })
     }
 
@@ -59,7 +63,7 @@ impl Table {
 }
 
 fn field(row: &Row, i: usize) -> &Field {
-    &row.get_column_iter().nth(i).expect("column index").1
+    row.get_column_iter().nth(i).expect("column index").1
 }
 
 fn as_u64(f: &Field, what: &str) -> Result<u64, Error> {
@@ -127,6 +131,19 @@ pub fn sources(system_data: &Path, family: &str, backend: &str, version: &str, b
     out.extend(earlier.into_iter().map(|(_, p)| p));
     Ok(out)
 }
+
+/// A measured value and its power, if the table has power.
+type Point = (f64, Option<f64>);
+/// Points by their coordinates, sorted.
+type Points<K> = BTreeMap<K, Point>;
+
+/// One kernel lane's attention slices by key.
+type Lane<K> = BTreeMap<K, Points<(u32, u32, u32)>>;
+
+/// The first-seen order of GEMM keys, as the reference's nested dicts remember it: m values,
+/// n values under each m, k values under each (m, n). Its (n, k) walk is the reference's site
+/// enumeration (its tie-break between equally distant sites).
+type SiteWalk = (Vec<u32>, BTreeMap<u32, Vec<u32>>, BTreeMap<(u32, u32), Vec<u32>>);
 
 /// A slice being built: its meta and arrays.
 struct Slice {
@@ -235,8 +252,8 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
     // GEMM: every quant, sites in the order the reference enumerates them.
     {
         let src = sources(&data_root, "gemm", backend, version, "gemm_perf.parquet")?;
-        let mut by_quant: BTreeMap<String, BTreeMap<(u32, u32, u32), (f64, Option<f64>)>> = BTreeMap::new();
-        let mut walk: BTreeMap<String, (Vec<u32>, BTreeMap<u32, Vec<u32>>, BTreeMap<(u32, u32), Vec<u32>>)> = BTreeMap::new();
+        let mut by_quant: BTreeMap<String, Points<(u32, u32, u32)>> = BTreeMap::new();
+        let mut walk: BTreeMap<String, SiteWalk> = BTreeMap::new();
         let mut rows = 0usize;
         let mut power_seen = false;
         for p in &src {
@@ -300,7 +317,7 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
     // fp8_static's overhead tables.
     for (basename, kind) in [("computescale_perf.parquet", "compute_scale"), ("scale_matrix_perf.parquet", "scale_matrix")] {
         let src = sources(&data_root, "quantize", backend, version, basename)?;
-        let mut by_quant: BTreeMap<String, BTreeMap<(u32, u32), (f64, Option<f64>)>> = BTreeMap::new();
+        let mut by_quant: BTreeMap<String, Points<(u32, u32)>> = BTreeMap::new();
         let (mut rows, mut power_seen) = (0, false);
         for p in &src {
             let t = Table::read(p)?;
@@ -311,7 +328,11 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
                 let quant = as_str(field(row, q)).ok_or("quant_dtype: not a string")?.to_string();
                 let power = pw.and_then(|i| as_opt_f64(field(row, i)));
                 power_seen |= power.is_some();
-                by_quant.entry(quant).or_default().entry((as_u32(field(row, m), "m")?, as_u32(field(row, k), "k")?)).or_insert((as_f64(field(row, lat), "latency")?, power));
+                by_quant
+                    .entry(quant)
+                    .or_default()
+                    .entry((as_u32(field(row, m), "m")?, as_u32(field(row, k), "k")?))
+                    .or_insert((as_f64(field(row, lat), "latency")?, power));
             }
         }
         for (quant, grid) in &by_quant {
@@ -329,12 +350,13 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
     }
 
     // Attention: by lane, then one lane per key.
-    for (basename, kind, phase) in
-        [("context_attention_perf.parquet", "context_attention", "ctx"), ("generation_attention_perf.parquet", "generation_attention", "gen")]
-    {
+    for (basename, kind, phase) in [
+        ("context_attention_perf.parquet", "context_attention", "ctx"),
+        ("generation_attention_perf.parquet", "generation_attention", "gen"),
+    ] {
         let src = sources(&data_root, "attention", backend, version, basename)?;
         type Key = (String, String, u32, u32, u32);
-        let mut by_lane: BTreeMap<String, BTreeMap<Key, BTreeMap<(u32, u32, u32), (f64, Option<f64>)>>> = BTreeMap::new();
+        let mut by_lane: BTreeMap<String, Lane<Key>> = BTreeMap::new();
         let mut load_order: Vec<String> = Vec::new();
         let (mut rows, mut power_seen) = (0, false);
         for p in &src {
@@ -377,7 +399,13 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
                 };
                 let power = pw.and_then(|i| as_opt_f64(field(row, i)));
                 power_seen |= power.is_some();
-                by_lane.entry(lane).or_default().entry(key).or_default().entry(point).or_insert((as_f64(field(row, lat), "latency")?, power));
+                by_lane
+                    .entry(lane)
+                    .or_default()
+                    .entry(key)
+                    .or_default()
+                    .entry(point)
+                    .or_insert((as_f64(field(row, lat), "latency")?, power));
             }
         }
         let order = lane_order.get(phase).cloned().unwrap_or_else(|| vec!["default".into()]);
@@ -411,7 +439,7 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
     // Custom all-reduce.
     {
         let src = sources(&data_root, "comm", backend, version, "custom_allreduce_perf.parquet")?;
-        let mut by_tp: BTreeMap<u32, BTreeMap<u32, (f64, Option<f64>)>> = BTreeMap::new();
+        let mut by_tp: BTreeMap<u32, Points<u32>> = BTreeMap::new();
         let (mut rows, mut power_seen) = (0, false);
         for p in &src {
             let t = Table::read(p)?;
@@ -424,7 +452,11 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
                 }
                 let power = pw.and_then(|i| as_opt_f64(field(row, i)));
                 power_seen |= power.is_some();
-                by_tp.entry(as_u32(field(row, g), "num_gpus")?).or_default().entry(as_u32(field(row, ms), "message_size")?).or_insert((as_f64(field(row, lat), "latency")?, power));
+                by_tp
+                    .entry(as_u32(field(row, g), "num_gpus")?)
+                    .or_default()
+                    .entry(as_u32(field(row, ms), "message_size")?)
+                    .or_insert((as_f64(field(row, lat), "latency")?, power));
             }
         }
         for (tp, curve) in &by_tp {
@@ -459,7 +491,15 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
 fn new_slice(kind: &str, key: Value, axes: &[&str], prefix: String, power: bool) -> Slice {
     let key: BTreeMap<String, Value> = key.as_object().expect("object").clone().into_iter().collect();
     Slice {
-        meta: SliceMeta { kind: kind.into(), key, axes: axes.iter().map(|a| a.to_string()).collect(), points: 0, prefix, power, note: None },
+        meta: SliceMeta {
+            kind: kind.into(),
+            key,
+            axes: axes.iter().map(|a| a.to_string()).collect(),
+            points: 0,
+            prefix,
+            power,
+            note: None,
+        },
         coords: Vec::new(),
         latency: Vec::new(),
         power: if power { Some(Vec::new()) } else { None },
@@ -526,7 +566,11 @@ fn write_zip(meta: &Meta, slices: &[Slice]) -> Result<Vec<u8>, Error> {
 /// `hf_quant_config` beside it when there is one), by Hugging Face name.
 pub fn bundled_models(package: &Path) -> Result<Value, Error> {
     let dir = package.join("model_configs");
-    let mut names: Vec<_> = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect();
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
     names.sort();
     let mut models = serde_json::Map::new();
     const KEEP: [&str; 11] = [
@@ -567,7 +611,8 @@ pub fn bundled_models(package: &Path) -> Result<Value, Error> {
         }
         let hq = dir.join(format!("{stem}_hf_quant_config.json"));
         if hq.is_file() {
-            let v: Value = serde_json::from_str(&std::fs::read_to_string(&hq).map_err(|e| e.to_string())?).map_err(|e| format!("{}: {e}", hq.display()))?;
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&hq).map_err(|e| e.to_string())?)
+                .map_err(|e| format!("{}: {e}", hq.display()))?;
             out.insert("hf_quant_config".into(), v);
         }
         models.insert(stem.replacen("--", "/", 1), Value::Object(out));

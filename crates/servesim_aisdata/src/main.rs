@@ -22,9 +22,11 @@ fn run() -> Result<(), String> {
     let get = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned();
     let package = PathBuf::from(get("--package").ok_or("--package DIR (the aiconfigurator_core package) is required")?);
     let out = PathBuf::from(get("--out").ok_or("--out DIR is required")?);
-    let lanes_path = get("--lanes").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("lane-orders.json"));
-    let lanes: LaneOrders = serde_json::from_str(&std::fs::read_to_string(&lanes_path).map_err(|e| format!("{}: {e}", lanes_path.display()))?)
-        .map_err(|e| format!("{}: {e}", lanes_path.display()))?;
+    let lanes_path =
+        get("--lanes").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("lane-orders.json"));
+    let lanes: LaneOrders =
+        serde_json::from_str(&std::fs::read_to_string(&lanes_path).map_err(|e| format!("{}: {e}", lanes_path.display()))?)
+            .map_err(|e| format!("{}: {e}", lanes_path.display()))?;
     let only = get("--only");
     let mut sets = Vec::new();
     for system in SYSTEMS {
@@ -44,13 +46,15 @@ fn run() -> Result<(), String> {
     }
     if only.is_none() {
         let models = bundled_models(&package)?;
-        std::fs::write(out.join("models.json"), serde_json::to_string_pretty(&models).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
+        std::fs::write(out.join("models.json"), serde_json::to_string_pretty(&models).map_err(|e| e.to_string())? + "\n")
+            .map_err(|e| e.to_string())?;
         let index = serde_json::json!({
             "format": "servesim-measured-kernels-index", "format_version": 1,
             "package": "aiconfigurator-core", "package_version": package_version(&package),
             "models": "models.json", "sets": sets,
         });
-        std::fs::write(out.join("index.json"), serde_json::to_string_pretty(&index).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
+        std::fs::write(out.join("index.json"), serde_json::to_string_pretty(&index).map_err(|e| e.to_string())? + "\n")
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }

@@ -6,9 +6,9 @@
 //! Loading also fills what a measured model derives when the scenario leaves it unset: the
 //! KV pool from AIConfigurator's memory model and the KV bytes per token.
 
+use crate::SimError;
 use crate::build::Files;
 use crate::scenario::SimConfig;
-use crate::SimError;
 use serde_json::Value;
 use servesim_engine::perf::ais::data::KernelData;
 use servesim_engine::perf::ais::memory::{KvPool, default_fraction};
@@ -81,7 +81,11 @@ pub fn pick_set<'a>(index: &'a Value, system: &str, backend: &str, version: Opti
     }
     if let Some(v) = version {
         return found.into_iter().find(|s| s["version"].as_str() == Some(v)).ok_or_else(|| {
-            let have: Vec<&str> = sets.iter().filter(|s| s["system"].as_str() == Some(system) && s["backend"].as_str() == Some(backend)).filter_map(|s| s["version"].as_str()).collect();
+            let have: Vec<&str> = sets
+                .iter()
+                .filter(|s| s["system"].as_str() == Some(system) && s["backend"].as_str() == Some(backend))
+                .filter_map(|s| s["version"].as_str())
+                .collect();
             format!("backend_version: no {backend} {v} data for {system} (the data has: {})", have.join(", "))
         });
     }
@@ -114,10 +118,12 @@ impl KernelSets {
                     let bytes = files.kernel_file(INDEX)?;
                     index = Some(serde_json::from_slice(&bytes).map_err(|e| SimError::new(format!("measured-kernel {INDEX}: {e}")))?);
                 }
-                let model = build_model(&args, &launch.engine, index.as_ref().expect("read"), &mut models, &mut data, files).map_err(|e| match e {
-                    Built::Field(e) => field(e),
-                    Built::File(e) => e,
-                })?;
+                let model = build_model(&args, &launch.engine, index.as_ref().expect("read"), &mut models, &mut data, files).map_err(
+                    |e| match e {
+                        Built::Field(e) => field(e),
+                        Built::File(e) => e,
+                    },
+                )?;
                 sets.models.insert(k.clone(), Arc::new(model));
             }
             let model = sets.models[&k].clone();
@@ -129,7 +135,9 @@ impl KernelSets {
                 let fraction = launch.memory_fraction().unwrap_or_else(|| default_fraction(launch.engine.backend));
                 let engine = &mut launch.engine;
                 let max_tokens = engine.max_num_batched_tokens.map_or(8192, u64::from);
-                let pool = model.kv_pool(max_tokens, fraction, engine.backend).map_err(|e| SimError::new(format!("{at}engine.num_gpu_blocks: {e}")))?;
+                let pool = model
+                    .kv_pool(max_tokens, fraction, engine.backend)
+                    .map_err(|e| SimError::new(format!("{at}engine.num_gpu_blocks: {e}")))?;
                 let blocks = pool.kv_tokens / engine.block_size() as u64;
                 if blocks == 0 {
                     return Err(SimError::new(format!(
@@ -161,12 +169,53 @@ impl KernelSets {
 
 /// The measured-kernel model of one engine's arguments (for `servesim estimate`).
 pub fn model_for(engine: &EngineArgs, files: &mut dyn Files) -> Result<AisModel, SimError> {
-    let args = engine.timing_model.ais().ok_or_else(|| SimError::new("engine.timing_model: not a measured-kernel (ais) timing model"))?.into_owned();
+    let args = engine
+        .timing_model
+        .ais()
+        .ok_or_else(|| SimError::new("engine.timing_model: not a measured-kernel (ais) timing model"))?
+        .into_owned();
     let bytes = files.kernel_file(INDEX)?;
     let index: Value = serde_json::from_slice(&bytes).map_err(|e| SimError::new(format!("measured-kernel {INDEX}: {e}")))?;
     build_model(&args, engine, &index, &mut None, &mut BTreeMap::new(), files).map_err(|e| match e {
         Built::Field(e) => SimError::new(format!("engine.timing_model.{e}")),
         Built::File(e) => e,
+    })
+}
+
+/// What measured-kernel data there is, for a page to offer: every data set (GPU, framework,
+/// version, file, bytes, whether its GPU figures carry power) from `index.json`, and the
+/// bundled models from `models.json` with their shapes (read as the timing model reads them).
+pub fn catalog(index: &Value, models: Option<&Value>) -> Value {
+    let sets = index.get("sets").cloned().unwrap_or(Value::Array(Vec::new()));
+    let mut systems: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    for s in sets.as_array().into_iter().flatten() {
+        if let (Some(sys), Some(b), Some(v)) = (s["system"].as_str(), s["backend"].as_str(), s["version"].as_str()) {
+            systems.entry(sys.into()).or_default().entry(b.into()).or_default().push(v.into());
+        }
+    }
+    for frameworks in systems.values_mut() {
+        for versions in frameworks.values_mut() {
+            versions.sort_by(|a, b| version_cmp(b, a)); // newest first: the default
+        }
+    }
+    let bundled: Vec<Value> = models
+        .and_then(|m| m.get("models"))
+        .and_then(|m| m.as_object())
+        .into_iter()
+        .flatten()
+        .map(|(name, cfg)| match servesim_engine::perf::ais::model::ModelShape::from_config(cfg) {
+            Ok(m) => serde_json::json!({
+                "name": name, "architecture": m.architecture, "layers": m.layers, "hidden_size": m.hidden, "heads": m.heads,
+                "kv_heads": m.kv_heads, "head_size": m.head_size, "intermediate_size": m.intermediate, "vocab_size": m.vocab,
+                "max_position_embeddings": m.context,
+                "gemm_quant_mode": m.gemm.map(|q| q.name()), "kvcache_quant_mode": m.kv.map(|q| q.name()),
+            }),
+            Err(e) => serde_json::json!({"name": name, "error": e}),
+        })
+        .collect();
+    serde_json::json!({
+        "package": index.get("package"), "package_version": index.get("package_version"),
+        "sets": sets, "systems": systems, "models": bundled,
     })
 }
 
@@ -214,7 +263,8 @@ fn build_model(
         && let Ok(bytes) = files.read(&format!("{dir}/config.json"))
     {
         let cfg: Value = serde_json::from_slice(&bytes).map_err(|e| Built::File(SimError::new(format!("{dir}/config.json: {e}"))))?;
-        let shape = servesim_engine::perf::ais::model::ModelShape::from_config(&cfg).map_err(|e| Built::Field(format!("model `{dir}/config.json`: {e}")))?;
+        let shape = servesim_engine::perf::ais::model::ModelShape::from_config(&cfg)
+            .map_err(|e| Built::Field(format!("model `{dir}/config.json`: {e}")))?;
         return AisModel::new(kd, shape, dir.clone(), args, backend).map_err(Built::Field);
     }
     let (shape, name) = resolve_model(&args.model, models.as_ref()).map_err(Built::Field)?;

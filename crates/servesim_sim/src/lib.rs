@@ -3,9 +3,9 @@
 //! [`Simulation`]; every caller (the CLI, the page, tests, fuzz targets) builds runs with it.
 
 pub mod build;
-pub mod kernels;
 pub mod cluster;
 mod error;
+pub mod kernels;
 pub mod planner;
 mod queue;
 pub mod replay;

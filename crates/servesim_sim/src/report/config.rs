@@ -6,18 +6,26 @@
 
 use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
+use crate::kernels::KernelSets;
 use crate::scenario::{Scenario, SimConfig, WorkloadSpec};
 use crate::workload::synthetic::{Arrival, SyntheticSpec};
 use serde_json::{Value, json};
 use servesim_engine::args::{Backend, EvictionBackend, KvManager, KvTransferTimingMode, TimingModel};
 use servesim_engine::perf::roofline::{GpuRef, ModelRef, Roofline, RooflineArgs};
-use crate::kernels::KernelSets;
 use servesim_engine::{EngineArgs, LaunchConfig};
 
 /// `{"total_gpus", "pools": [...], "no_effect": [{"field", "reason"}]}` for a scenario (its
 /// errors are the scenario's own, naming the field).
 pub fn effective(s: &Scenario) -> Result<Value, SimError> {
     effective_with(s, None)
+}
+
+/// [`effective_with`] after loading the measured-kernel models the scenario names through
+/// `files` (no workload is built): the page's live figures for what is on screen.
+pub fn effective_loaded(s: &Scenario, files: &mut dyn crate::build::Files) -> Result<Value, SimError> {
+    let mut cfg = s.config()?;
+    let kernels = KernelSets::load(&mut cfg, files)?;
+    effective_with(s, Some(&kernels))
 }
 
 /// [`effective`] once the run is built: a measured-kernel model's figures (where its timing

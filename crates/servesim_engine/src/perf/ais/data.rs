@@ -173,7 +173,8 @@ pub struct AttnKey {
 impl KernelData {
     /// Parses a data file's bytes (the meta now, the tables as they are needed).
     pub fn from_bytes(bytes: &[u8]) -> Result<KernelData, DataError> {
-        let mut zip = zip::ZipArchive::new(Cursor::new(bytes.to_vec())).map_err(|e| err(format!("not a measured-kernel data file: {e}")))?;
+        let mut zip =
+            zip::ZipArchive::new(Cursor::new(bytes.to_vec())).map_err(|e| err(format!("not a measured-kernel data file: {e}")))?;
         let meta_bytes = read_member(&mut zip, "meta.json")?;
         let meta: Meta = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&meta_bytes))
             .map_err(|e| err(format!("meta.json: {}: {}", e.path(), e.inner())))?;
@@ -195,8 +196,10 @@ impl KernelData {
         };
         for (i, s) in meta.slices.iter().enumerate() {
             let ctx = |m: &str| err(format!("slice `{}` ({}): {m}", s.prefix, s.kind));
-            let key_str = |k: &str| s.key.get(k).and_then(|v| v.as_str()).map(str::to_string).ok_or_else(|| ctx(&format!("key `{k}` missing")));
-            let key_u32 = |k: &str| s.key.get(k).and_then(|v| v.as_u64()).map(|v| v as u32).ok_or_else(|| ctx(&format!("key `{k}` missing")));
+            let key_str =
+                |k: &str| s.key.get(k).and_then(|v| v.as_str()).map(str::to_string).ok_or_else(|| ctx(&format!("key `{k}` missing")));
+            let key_u32 =
+                |k: &str| s.key.get(k).and_then(|v| v.as_u64()).map(|v| v as u32).ok_or_else(|| ctx(&format!("key `{k}` missing")));
             let dims = match s.kind.as_str() {
                 "gemm" | "context_attention" | "generation_attention" => 3,
                 "compute_scale" | "scale_matrix" => 2,
@@ -247,7 +250,11 @@ impl KernelData {
             return Err(ctx(format!("{} coordinates for {} points of {} axes", coords.len(), s.points, s.axes.len())));
         }
         let latency = decode_stream(&mut zip, &format!("{}.latency", s.prefix), s.points).map_err(|e| ctx(e.0))?;
-        let power = if s.power { decode_stream(&mut zip, &format!("{}.power", s.prefix), s.points).map_err(|e| ctx(e.0))? } else { vec![0.0; s.points] };
+        let power = if s.power {
+            decode_stream(&mut zip, &format!("{}.power", s.prefix), s.points).map_err(|e| ctx(e.0))?
+        } else {
+            vec![0.0; s.points]
+        };
         // Stored axis-major: axis a of point i is at a × points + i.
         let dims = s.axes.len();
         let rows = (0..s.points).map(|p| (0..dims).map(|a| coords[a * s.points + p]).collect()).collect();
@@ -310,7 +317,9 @@ impl KernelData {
         let sys = &self.meta.system;
         self.build(lazy, |pts| {
             let Some(kv) = super::quant::KvQuant::parse(&key.kv) else { return Ok(Grid::new(pts, 3)) };
-            let Ok(flops) = super::ops::tc_flops(sys, super::ops::generation_attention_dtype(sys, kv)) else { return Ok(Grid::new(pts, 3)) };
+            let Ok(flops) = super::ops::tc_flops(sys, super::ops::generation_attention_dtype(sys, kv)) else {
+                return Ok(Grid::new(pts, 3));
+            };
             let raised: Vec<(&[u32], LeafValue)> = pts
                 .iter()
                 .map(|&(c, mut v)| {
@@ -374,7 +383,7 @@ fn member<'a>(members: &'a BTreeMap<String, Vec<u8>>, name: &str) -> Result<&'a 
 }
 
 fn u32s(bytes: &[u8]) -> Result<Vec<u32>, String> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(format!("{} bytes is not a whole number of u32", bytes.len()));
     }
     Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())

@@ -316,7 +316,8 @@ impl Grid {
     fn hold_1d(&self, rule: &GridRule, coords: &[f64]) -> Result<(f64, f64), Miss> {
         let c = coords[0];
         let last = self.flat.len() - 1;
-        let (k, v) = if c > self.flat[last].0[0] as f64 { (&self.flat[last].0, self.flat[last].2) } else { (&self.flat[0].0, self.flat[0].2) };
+        let (k, v) =
+            if c > self.flat[last].0[0] as f64 { (&self.flat[last].0, self.flat[last].2) } else { (&self.flat[0].0, self.flat[0].2) };
         let sol = (rule.sol)(&[k[0] as f64]);
         if !(v.latency > 0.0 && sol > 0.0) {
             return Err(miss(rule.axes, coords, "no positive-util boundary anchor"));
@@ -387,7 +388,7 @@ pub struct SiteCurves {
     sites: Vec<Site>,
     index: std::collections::BTreeMap<(u32, u32), usize>,
     /// For an unmeasured (n, k): every site by (distance, enumeration index), computed once.
-    neighbours: std::sync::Mutex<rustc_hash::FxHashMap<(u32, u32), std::sync::Arc<Vec<(f64, usize)>>>>,
+    neighbours: std::sync::Mutex<rustc_hash::FxHashMap<(u32, u32), Ranked>>,
 }
 
 #[derive(Clone, Debug)]
@@ -398,6 +399,9 @@ struct Site {
     log_k: f64,
     curve: Vec<(u32, LeafValue)>,
 }
+
+/// Sites by (log₂ distance, enumeration index) from one (n, k).
+type Ranked = std::sync::Arc<Vec<(f64, usize)>>;
 
 /// How far (log₂ units over n and k) a site may be to lend its utilisation.
 const MAX_SITE_DISTANCE: f64 = 2.0;
@@ -473,7 +477,8 @@ impl SiteCurves {
         if ranked.iter().any(|&(d, _)| d <= MAX_SITE_DISTANCE) {
             ranked.retain(|&(d, _)| d <= MAX_SITE_DISTANCE);
         } else {
-            ranked = self.frontier_anchors(&ranked, n, k, qn, qk).ok_or_else(|| miss(&axes, &coords, "no site within max_site_distance"))?;
+            ranked =
+                self.frontier_anchors(&ranked, n, k, qn, qk).ok_or_else(|| miss(&axes, &coords, "no site within max_site_distance"))?;
         }
         ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let (mut wsum, mut u_acc, mut p_acc) = (0.0_f64, 0.0_f64, 0.0_f64);
@@ -517,17 +522,17 @@ impl SiteCurves {
     fn frontier_anchors(&self, cands: &[(f64, usize)], n: u32, k: u32, qn: f64, qk: f64) -> Option<Vec<(f64, usize)>> {
         let q = [n, k];
         let mut overflow = Vec::new();
-        for a in 0..2 {
+        for (a, &qa) in q.iter().enumerate() {
             let (mut lo, mut hi) = (u32::MAX, 0u32);
             for &(_, i) in cands {
                 let v = if a == 0 { self.sites[i].n } else { self.sites[i].k };
                 lo = lo.min(v);
                 hi = hi.max(v);
             }
-            if q[a] < lo {
+            if qa < lo {
                 return None;
             }
-            if q[a] > hi {
+            if qa > hi {
                 overflow.push(a);
             }
         }
@@ -626,8 +631,10 @@ mod tests {
     #[test]
     fn out_of_range_holds_the_utilisation() {
         // Every point at the same utilisation (latency = 2 × SOL): beyond the data, too.
-        let pts: Vec<([u32; 3], f64)> =
-            [[8, 100, 1], [8, 200, 1], [8, 100, 2], [8, 200, 2], [16, 100, 1]].iter().map(|c| (*c, 2.0 * attn_sol(&[c[0] as f64, c[1] as f64, c[2] as f64]))).collect();
+        let pts: Vec<([u32; 3], f64)> = [[8, 100, 1], [8, 200, 1], [8, 100, 2], [8, 200, 2], [16, 100, 1]]
+            .iter()
+            .map(|c| (*c, 2.0 * attn_sol(&[c[0] as f64, c[1] as f64, c[2] as f64])))
+            .collect();
         let g = grid(&pts);
         let q = [8.0, 1000.0, 8.0];
         let v = g.query(&rule(&attn_sol, Some(1)), &q).unwrap().latency;

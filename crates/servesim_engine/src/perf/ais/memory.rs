@@ -57,7 +57,8 @@ impl AisModel {
         let sys = &self.data.meta.system;
         let capacity = sys.mem_capacity.ok_or_else(|| format!("{} has no memory capacity in its data", sys.name))? as f64;
         let tp_c = self.tp.min(8);
-        let coeff = activation_coefficient(scheduler, self.tp).ok_or_else(|| format!("tp {}: the memory model knows tp 1, 2, 4 and 8", self.tp))?;
+        let coeff =
+            activation_coefficient(scheduler, self.tp).ok_or_else(|| format!("tp {}: the memory model knows tp 1, 2, 4 and 8", self.tp))?;
         let h = (self.shape.heads * self.shape.head_size) as f64;
         let (min_act, act_extra, other_extra) = match scheduler {
             Backend::Sglang => (90.0 * 1024.0 * 1024.0, 0.15, 0.20),

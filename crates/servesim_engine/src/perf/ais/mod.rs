@@ -133,10 +133,22 @@ impl AisArgs {
         }
     }
 
-    fn dtypes(&self) -> Result<(Option<GemmQuant>, Option<KvQuant>, Option<FmhaQuant>), String> {
-        let g = self.gemm_quant_mode.as_deref().map(|n| GemmQuant::parse(n).ok_or_else(|| format!("gemm_quant_mode: unknown mode `{n}`"))).transpose()?;
-        let k = self.kvcache_quant_mode.as_deref().map(|n| KvQuant::parse(n).ok_or_else(|| format!("kvcache_quant_mode: unknown mode `{n}`"))).transpose()?;
-        let f = self.fmha_quant_mode.as_deref().map(|n| FmhaQuant::parse(n).ok_or_else(|| format!("fmha_quant_mode: unknown mode `{n}`"))).transpose()?;
+    fn dtypes(&self) -> Result<model::Declared, String> {
+        let g = self
+            .gemm_quant_mode
+            .as_deref()
+            .map(|n| GemmQuant::parse(n).ok_or_else(|| format!("gemm_quant_mode: unknown mode `{n}`")))
+            .transpose()?;
+        let k = self
+            .kvcache_quant_mode
+            .as_deref()
+            .map(|n| KvQuant::parse(n).ok_or_else(|| format!("kvcache_quant_mode: unknown mode `{n}`")))
+            .transpose()?;
+        let f = self
+            .fmha_quant_mode
+            .as_deref()
+            .map(|n| FmhaQuant::parse(n).ok_or_else(|| format!("fmha_quant_mode: unknown mode `{n}`")))
+            .transpose()?;
         Ok((g, k, f))
     }
 

@@ -38,7 +38,11 @@ pub struct ModelShape {
 fn field_u32(cfg: &Value, name: &str) -> Result<Option<u32>, String> {
     match cfg.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_u64().filter(|&v| v <= u32::MAX as u64).map(|v| Some(v as u32)).ok_or_else(|| format!("{name}: expected a non-negative integer, got {v}")),
+        Some(v) => v
+            .as_u64()
+            .filter(|&v| v <= u32::MAX as u64)
+            .map(|v| Some(v as u32))
+            .ok_or_else(|| format!("{name}: expected a non-negative integer, got {v}")),
     }
 }
 
@@ -96,12 +100,18 @@ impl ModelShape {
 
 /// The quantisation a checkpoint declares: `hf_quant_config.quantization` (ModelOpt) or
 /// `quantization_config`, read as AIConfigurator reads them.
-fn declared_quant(cfg: &Value) -> Result<(Option<GemmQuant>, Option<KvQuant>, Option<FmhaQuant>), String> {
+/// A checkpoint's declared (GEMM, KV cache, attention) modes.
+pub type Declared = (Option<GemmQuant>, Option<KvQuant>, Option<FmhaQuant>);
+
+fn declared_quant(cfg: &Value) -> Result<Declared, String> {
     let qc = cfg.get("quantization_config").filter(|v| v.is_object());
     let hf = cfg.get("hf_quant_config").and_then(|h| h.get("quantization")).filter(|v| v.is_object());
-    let s = |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(|x| x.as_str()).map(|x| x.trim().to_lowercase()).filter(|x| !x.is_empty());
+    let s = |v: Option<&Value>, k: &str| {
+        v.and_then(|v| v.get(k)).and_then(|x| x.as_str()).map(|x| x.trim().to_lowercase()).filter(|x| !x.is_empty())
+    };
     let algo = s(hf, "quant_algo").or(s(qc, "quant_algo")).or(s(qc, "quant_method")).or(s(qc, "quantization_method"));
-    let kv_algo = s(hf, "kv_cache_quant_algo").or(s(qc, "kv_cache_quant_algo")).or(s(qc, "kv_cache_quant_method")).or(s(qc, "kv_cache_dtype"));
+    let kv_algo =
+        s(hf, "kv_cache_quant_algo").or(s(qc, "kv_cache_quant_algo")).or(s(qc, "kv_cache_quant_method")).or(s(qc, "kv_cache_dtype"));
     let block = qc.and_then(|q| q.get("weight_block_size")).is_some_and(|b| b.as_array().is_some_and(|a| !a.is_empty()));
     let dynamic = qc.and_then(|q| q.get("activation_scheme")).and_then(|a| a.as_str()).map(|a| a == "dynamic");
     let algo = match algo.as_deref() {
@@ -114,7 +124,9 @@ fn declared_quant(cfg: &Value) -> Result<(Option<GemmQuant>, Option<KvQuant>, Op
         Some("fp8_block") => Some(GemmQuant::Fp8Block),
         Some("nvfp4") => Some(GemmQuant::Nvfp4),
         Some(other) => {
-            return Err(format!("quantization_config: `{other}` is not a quantisation the measured-kernel model reads; set gemm_quant_mode instead"));
+            return Err(format!(
+                "quantization_config: `{other}` is not a quantisation the measured-kernel model reads; set gemm_quant_mode instead"
+            ));
         }
     };
     let mut kv = match kv_algo.as_deref() {
@@ -167,7 +179,7 @@ pub struct Graph {
 
 impl Graph {
     pub fn dense(m: &ModelShape, tp: u32, pp: u32, d: Dtypes) -> Result<Graph, String> {
-        if m.heads % tp != 0 {
+        if !m.heads.is_multiple_of(tp) {
             return Err(format!("tp: {} attention heads do not divide over {tp} GPUs", m.heads));
         }
         let (h, l) = (m.hidden, m.layers as f64);
@@ -196,7 +208,14 @@ impl Graph {
                         qk_norm: m.qk_norm,
                     }
                 } else {
-                    Op::GenerationAttention { scale: l, heads: m.heads / tp, kv_heads: kv_gpu, head_size: m.head_size, kv: d.kv, qk_norm: m.qk_norm }
+                    Op::GenerationAttention {
+                        scale: l,
+                        heads: m.heads / tp,
+                        kv_heads: kv_gpu,
+                        head_size: m.head_size,
+                        kv: d.kv,
+                        qk_norm: m.qk_norm,
+                    }
                 },
                 gemm("proj_gemm", l, h, q_out, d.gemm, true, false),
                 Op::Elementwise { name: "add_norm_2", scale: l, bytes_per_token: norm_bytes },

@@ -100,7 +100,15 @@ pub fn context_attention_sol(sys: &SystemSpec, n_kv_lookup: u32, head_size: u32,
 }
 
 /// Generation attention's speed of light at a table point (heads, batch, sequence), ms.
-pub fn generation_attention_sol(sys: &SystemSpec, n_kv_lookup: u32, head_size: u32, window: u32, kv_mem: f64, flops: f64, c: &[f64]) -> f64 {
+pub fn generation_attention_sol(
+    sys: &SystemSpec,
+    n_kv_lookup: u32,
+    head_size: u32,
+    window: u32,
+    kv_mem: f64,
+    flops: f64,
+    c: &[f64],
+) -> f64 {
     let (n, b, s) = (c[0], c[1], c[2]);
     let n_kv = if n_kv_lookup == 0 { n } else { n_kv_lookup as f64 };
     let kv_len = if window > 0 { (s - 1.0).min(window as f64) } else { s - 1.0 };
@@ -136,7 +144,8 @@ impl Op {
             }
             Op::ContextAttention { scale, heads, kv_heads, head_size, kv, fmha, qk_norm } => {
                 let full = shape.s + shape.prefix;
-                let v = context_attention(data, shape.batch, full, heads, kv_heads, head_size, kv, fmha).map_err(|e| format!("attention: {e}"))?;
+                let v = context_attention(data, shape.batch, full, heads, kv_heads, head_size, kv, fmha)
+                    .map_err(|e| format!("attention: {e}"))?;
                 let correction = prefix_correction(full, shape.prefix);
                 let (lat, energy) = (v.latency * correction, v.energy * correction);
                 let q = (heads * head_size) as f64;
@@ -152,7 +161,8 @@ impl Op {
                 ((lat + extra * 1.1).max(0.0) * scale, energy.max(0.0) * scale)
             }
             Op::GenerationAttention { scale, heads, kv_heads, head_size, kv, qk_norm } => {
-                let v = generation_attention(data, shape.batch, shape.s, heads, kv_heads, head_size, kv).map_err(|e| format!("attention: {e}"))?;
+                let v = generation_attention(data, shape.batch, shape.s, heads, kv_heads, head_size, kv)
+                    .map_err(|e| format!("attention: {e}"))?;
                 let mut lat = v.latency;
                 if qk_norm {
                     let q = (heads * head_size) as f64;
@@ -194,9 +204,9 @@ pub fn gemm(data: &KernelData, quant: GemmQuant, low_precision_input: bool, m: u
     let table_quant = quant.table_quant();
     let flops = tc_flops(sys, table_quant.compute_dtype())?;
     let memory = table_quant.memory();
-    let table = data.gemm(table_quant.name())?.ok_or_else(|| {
-        format!("no GEMM data for quant `{}` (this file has: {})", table_quant.name(), data.gemm_quants().join(", "))
-    })?;
+    let table = data
+        .gemm(table_quant.name())?
+        .ok_or_else(|| format!("no GEMM data for quant `{}` (this file has: {})", table_quant.name(), data.gemm_quants().join(", ")))?;
     let sol = |m: f64, n: f64, k: f64| gemm_sol(sys, memory, flops, m, n, k);
     let mut v = table.query(m as f64, n, k, &sol).map_err(|e| e.0)?;
     if quant == GemmQuant::Fp8Static {
@@ -279,7 +289,15 @@ pub fn context_attention(
 
 /// The generation attention table at (batch, context), averaged over five contexts spread
 /// over ±10 % (a decode batch's contexts drift).
-pub fn generation_attention(data: &KernelData, batch: u32, s: u32, heads: u32, kv_heads: u32, head_size: u32, kv: KvQuant) -> Result<LeafValue, String> {
+pub fn generation_attention(
+    data: &KernelData,
+    batch: u32,
+    s: u32,
+    heads: u32,
+    kv_heads: u32,
+    head_size: u32,
+    kv: KvQuant,
+) -> Result<LeafValue, String> {
     let sys = &data.meta.system;
     let flops = tc_flops(sys, generation_attention_dtype(sys, kv))?;
     let key = AttnKey { fmha: String::new(), kv: kv.name().into(), n_kv: n_kv_lookup(heads, kv_heads), head_size, window: 0 };
@@ -319,7 +337,8 @@ pub fn allreduce(data: &KernelData, tp: u32, elements: f64) -> Result<LeafValue,
     if eff <= 1 {
         return Ok(LeafValue::default());
     }
-    let curve = data.allreduce(eff)?.ok_or_else(|| format!("no custom all-reduce data for {eff} GPUs (measured: {:?})", data.allreduce_sizes()))?;
+    let curve =
+        data.allreduce(eff)?.ok_or_else(|| format!("no custom all-reduce data for {eff} GPUs (measured: {:?})", data.allreduce_sizes()))?;
     let mut v = curve.query(elements).map_err(|e| e.0)?;
     if eff < tp {
         let (base, target) = (sys.p2p_bandwidth(eff), sys.p2p_bandwidth(tp));
