@@ -145,7 +145,9 @@ fn converts_a_small_package_exactly() {
     assert_eq!(g.query(1.0, 64, 64, &sol).unwrap().latency, 0.011);
     assert_eq!(g.query(256.0, 64, 64, &sol).unwrap().latency, 0.5);
 
-    let ctx = |lane_key: u32| d.context(&AttnKey { fmha: "bfloat16".into(), kv: "bfloat16".into(), n_kv: 2, head_size: 128, window: lane_key }).unwrap();
+    let ctx = |lane_key: u32| {
+        d.context(&AttnKey { fmha: "bfloat16".into(), kv: "bfloat16".into(), n_kv: 2, head_size: 128, window: lane_key }).unwrap()
+    };
     let grid = ctx(0).expect("the window-0 slice");
     let pts: Vec<_> = grid.points().map(|(c, v)| (c.to_vec(), v.latency)).collect();
     assert_eq!(pts, vec![(vec![8, 128, 1], 2.0), (vec![8, 128, 2], 3.0)], "lane b, not a");

@@ -227,7 +227,9 @@ fn run_sweep(path: &Path, jobs: usize, shard: Option<&str>) -> Result<(), SimErr
     let line = |p: &servesim_sim::sweep::Point| -> Result<String, SimError> {
         let input = sweep.input(p, &source)?;
         let opts = BuildOptions { timeseries: false, ..BuildOptions::default() };
-        let report = build(&input, &mut DirFiles::beside(path), &opts).map_err(|e| SimError::new(format!("point {}: {e}", p.index)))?.run();
+        let report = build(&input, &mut DirFiles::beside(path).with_kernels(kernel_dir()), &opts)
+            .map_err(|e| SimError::new(format!("point {}: {e}", p.index)))?
+            .run();
         Ok(sweep.line(p, report.summary()))
     };
     let next = Mutex::new(0usize);

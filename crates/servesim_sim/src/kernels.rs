@@ -132,12 +132,10 @@ impl KernelSets {
                 engine.kv_bytes_per_token = Some(model.kv_bytes_per_token());
             }
             if engine.num_gpu_blocks.is_none() {
-                let fraction = launch.memory_fraction().unwrap_or_else(|| default_fraction(launch.engine.backend));
+                let fraction = launch.memory_fraction().unwrap_or_else(|| default_fraction(model.backend));
                 let engine = &mut launch.engine;
                 let max_tokens = engine.max_num_batched_tokens.map_or(8192, u64::from);
-                let pool = model
-                    .kv_pool(max_tokens, fraction, engine.backend)
-                    .map_err(|e| SimError::new(format!("{at}engine.num_gpu_blocks: {e}")))?;
+                let pool = model.kv_pool(max_tokens, fraction).map_err(|e| SimError::new(format!("{at}engine.num_gpu_blocks: {e}")))?;
                 let blocks = pool.kv_tokens / engine.block_size() as u64;
                 if blocks == 0 {
                     return Err(SimError::new(format!(

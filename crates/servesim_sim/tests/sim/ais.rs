@@ -38,8 +38,14 @@ fn committed_data_sets_are_complete_and_name_their_source() {
         let p = &d.meta.provenance;
         assert_eq!(p["package"], "aiconfigurator-core", "{file}");
         assert_eq!(p["package_version"], index["package_version"], "{file}");
-        assert_eq!((p["system"].clone(), p["backend"].clone(), p["backend_version"].clone()), (s["system"].clone(), s["backend"].clone(), s["version"].clone()));
-        assert!(p["tables"].as_array().unwrap().iter().any(|t| t["table"] == "gemm_perf" && !t["sources"].as_array().unwrap().is_empty()), "{file}");
+        assert_eq!(
+            (p["system"].clone(), p["backend"].clone(), p["backend_version"].clone()),
+            (s["system"].clone(), s["backend"].clone(), s["version"].clone())
+        );
+        assert!(
+            p["tables"].as_array().unwrap().iter().any(|t| t["table"] == "gemm_perf" && !t["sources"].as_array().unwrap().is_empty()),
+            "{file}"
+        );
         assert!(d.gemm_quants().contains(&"bfloat16"), "{file}");
         let engine = EngineArgs::from_json(&json!({"backend": s["backend"], "timing_model": {"type": "ais", "model": "meta-llama/Meta-Llama-3.1-8B", "system": s["system"]}})).unwrap();
         let m = model_for(&engine, &mut files()).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -118,7 +124,10 @@ fn both_spellings_time_alike_and_the_pool_is_sized() {
     assert_eq!(pool["num_gpu_blocks"].as_u64().unwrap(), tokens / 64);
     assert_eq!(kv["kv_bytes_per_token"], 147456);
     let want = kv["gpu_memory_bytes"].as_f64().unwrap() * 0.9
-        - (kv["weights_bytes"].as_f64().unwrap() + kv["activations_bytes"].as_f64().unwrap() + kv["other_bytes"].as_f64().unwrap() + kv["nccl_bytes"].as_f64().unwrap());
+        - (kv["weights_bytes"].as_f64().unwrap()
+            + kv["activations_bytes"].as_f64().unwrap()
+            + kv["other_bytes"].as_f64().unwrap()
+            + kv["nccl_bytes"].as_f64().unwrap());
     assert_eq!(tokens, (want / 147456.0).floor() as u64);
     assert_eq!(pool["timing"]["source"], "measured kernels: h200_sxm · vllm 0.24.0");
     let summary = sim.run().summary();
@@ -142,7 +151,9 @@ fn bad_measured_kernel_settings_are_errors_naming_the_field() {
     assert!(e.contains("system") && e.contains("h200_sxm"), "{e}");
     let e = err(json!({"type": "ais", "model": "deepseek-ai/DeepSeek-V3", "system": "h200_sxm"}));
     assert!(e.contains("model") && e.contains("not a bundled model"), "{e}");
-    let e = err(json!({"type": "external", "provider": "ais", "config": {"model": "Qwen/Qwen3-8B", "system": "h200_sxm", "backend": "vllm", "worker_type": "aggregated", "moe_ep_size": 8}}));
+    let e = err(
+        json!({"type": "external", "provider": "ais", "config": {"model": "Qwen/Qwen3-8B", "system": "h200_sxm", "backend": "vllm", "worker_type": "aggregated", "moe_ep_size": 8}}),
+    );
     assert!(e.contains("moe_ep_size"), "{e}");
     let e = err(json!({"type": "ais", "model": "Qwen/Qwen3-8B", "system": "h200_sxm", "gemm_quant_mode": "fp3"}));
     assert!(e.contains("gemm_quant_mode"), "{e}");

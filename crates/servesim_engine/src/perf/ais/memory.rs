@@ -52,8 +52,10 @@ fn activation_coefficient(backend: Backend, tp: u32) -> Option<f64> {
 }
 
 impl AisModel {
-    /// The KV pool of one rank when each pass computes at most `max_tokens` tokens.
-    pub fn kv_pool(&self, max_tokens: u64, fraction: f64, scheduler: Backend) -> Result<KvPool, String> {
+    /// The KV pool of one rank when each pass computes at most `max_tokens` tokens, by the
+    /// data's framework's memory rules.
+    pub fn kv_pool(&self, max_tokens: u64, fraction: f64) -> Result<KvPool, String> {
+        let scheduler = self.backend;
         let sys = &self.data.meta.system;
         let capacity = sys.mem_capacity.ok_or_else(|| format!("{} has no memory capacity in its data", sys.name))? as f64;
         let tp_c = self.tp.min(8);

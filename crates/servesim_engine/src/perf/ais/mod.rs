@@ -304,14 +304,6 @@ impl AisModel {
         ops.iter().map(|op| op.cost(&self.data, shape).map(|(ms, _)| (op.name(), ms))).collect()
     }
 
-    /// Energy (W·ms) the tables attribute to a decode step, where they carry power.
-    pub fn decode_energy_wms(&self, batch: u64, s: u64) -> f64 {
-        let Ok(b) = u32::try_from(batch) else { return 0.0 };
-        let Ok(s) = u32::try_from(s) else { return 0.0 };
-        let shape = Shape { batch: b, s, prefix: 0, tokens: b };
-        self.graph.generation.iter().filter_map(|op| op.cost(&self.data, shape).ok()).map(|(_, e)| e).sum()
-    }
-
     /// Bytes of weights per GPU.
     pub fn weight_bytes(&self) -> f64 {
         self.graph.weight_bytes(&self.shape, self.tp, self.pp)
