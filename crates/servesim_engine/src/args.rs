@@ -239,6 +239,15 @@ pub struct EngineArgs {
     /// models (the roofline times the model's vision tower instead). Absent: 0.01 ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoder_ms_per_token: Option<f64>,
+    /// The reference's MTP (speculative draft tokens per step, with a measured-kernel model),
+    /// its acceptance rates and seed, by its names. Read so its configs parse; drafts are not
+    /// modelled yet (a set `aic_nextn` is an error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aic_nextn: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aic_nextn_accept_rates: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aic_mtp_seed: Option<u64>,
 }
 
 /// The whole launch configuration (`extra_engine_args` of Dynamo's replay).
@@ -613,6 +622,12 @@ impl EngineArgs {
             && !(ms.is_finite() && ms >= 0.0)
         {
             return err("engine.encoder_ms_per_token must be finite and non-negative");
+        }
+        if self.aic_nextn.is_some() {
+            return err("engine.aic_nextn: MTP draft tokens are not modelled yet");
+        }
+        if self.aic_nextn_accept_rates.is_some() {
+            return err("engine.aic_nextn_accept_rates: needs aic_nextn (MTP is not modelled yet)");
         }
         self.validate_offload()?;
         if self.trtllm.is_some() && self.backend != Backend::Trtllm {
