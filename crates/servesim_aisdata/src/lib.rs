@@ -484,6 +484,7 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
             "converter": format!("servesim-ais-convert {}", env!("CARGO_PKG_VERSION")), "license": "Apache-2.0 (the package's)",
         }),
         slices: slices.iter().map(|s| s.meta.clone()).collect(),
+        arrays: BTreeMap::new(),
     };
     Ok(Converted { bytes: write_zip(&meta, &slices)?, meta })
 }
@@ -528,35 +529,43 @@ fn write_zip(meta: &Meta, slices: &[Slice]) -> Result<Vec<u8>, Error> {
     for (m, s) in meta.slices.iter_mut().zip(slices) {
         m.points = s.latency.len();
     }
+    // Every array in one member (one deflate stream compresses better than hundreds of small
+    // ones and spares their headers); meta.json says where each lies.
+    let mut blob: Vec<u8> = Vec::new();
+    let mut arrays = BTreeMap::new();
+    let mut put = |name: String, bytes: &[u8]| {
+        arrays.insert(name, [blob.len(), bytes.len()]);
+        blob.extend_from_slice(bytes);
+    };
+    for s in slices {
+        // Axis-major: each axis's values in point order (sorted points make long runs).
+        let dims = s.meta.axes.len();
+        let coords: Vec<u8> = (0..dims).flat_map(|a| s.coords.iter().skip(a).step_by(dims)).flat_map(|c| c.to_le_bytes()).collect();
+        put(format!("{}.coords", s.meta.prefix), &coords);
+        let mut values = |name: &str, v: &[f64]| {
+            let (c, a, b) = encode_values(v);
+            put(format!("{}.{name}.code", s.meta.prefix), &c);
+            put(format!("{}.{name}.f32", s.meta.prefix), &a);
+            put(format!("{}.{name}.f64", s.meta.prefix), &b);
+        };
+        values("latency", &s.latency);
+        if let Some(p) = &s.power {
+            values("power", p);
+        }
+        if let Some(o) = &s.site_order {
+            let b: Vec<u8> = o.iter().flat_map(|c| c.to_le_bytes()).collect();
+            put(format!("{}.site_order", s.meta.prefix), &b);
+        }
+    }
+    meta.arrays = arrays;
     let mut buf = std::io::Cursor::new(Vec::new());
     {
         let mut zip = zip::ZipWriter::new(&mut buf);
         let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated).compression_level(Some(9));
-        let mut put = |name: &str, bytes: &[u8]| -> Result<(), Error> {
-            zip.start_file(name, opts).map_err(|e| e.to_string())?;
-            zip.write_all(bytes).map_err(|e| e.to_string())
-        };
-        put("meta.json", serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?.as_bytes())?;
-        for s in slices {
-            // Axis-major: each axis's values in point order (sorted points make long runs).
-            let dims = s.meta.axes.len();
-            let coords: Vec<u8> = (0..dims).flat_map(|a| s.coords.iter().skip(a).step_by(dims)).flat_map(|c| c.to_le_bytes()).collect();
-            put(&format!("{}.coords", s.meta.prefix), &coords)?;
-            let mut values = |name: &str, v: &[f64]| -> Result<(), Error> {
-                let (c, a, b) = encode_values(v);
-                put(&format!("{}.{name}.code", s.meta.prefix), &c)?;
-                put(&format!("{}.{name}.f32", s.meta.prefix), &a)?;
-                put(&format!("{}.{name}.f64", s.meta.prefix), &b)
-            };
-            values("latency", &s.latency)?;
-            if let Some(p) = &s.power {
-                values("power", p)?;
-            }
-            if let Some(o) = &s.site_order {
-                let b: Vec<u8> = o.iter().flat_map(|c| c.to_le_bytes()).collect();
-                put(&format!("{}.site_order", s.meta.prefix), &b)?;
-            }
-        }
+        zip.start_file("meta.json", opts).map_err(|e| e.to_string())?;
+        zip.write_all(serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?.as_bytes()).map_err(|e| e.to_string())?;
+        zip.start_file("arrays.bin", opts).map_err(|e| e.to_string())?;
+        zip.write_all(&blob).map_err(|e| e.to_string())?;
         zip.finish().map_err(|e| e.to_string())?;
     }
     Ok(buf.into_inner())

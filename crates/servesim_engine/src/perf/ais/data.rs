@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -119,13 +119,16 @@ pub struct Meta {
     /// Package, version, tables and filters the file was made from.
     pub provenance: serde_json::Value,
     pub slices: Vec<SliceMeta>,
+    /// Where each array lies in `arrays.bin`: name → [byte offset, byte length].
+    pub arrays: BTreeMap<String, [usize; 2]>,
 }
 
 /// The whole file: its meta read at once, each table slice decompressed and built into a
 /// query-ready table the first time a query needs it (a model reads a few of a file's ~100).
 pub struct KernelData {
     pub meta: Meta,
-    archive: Mutex<zip::ZipArchive<Cursor<Vec<u8>>>>,
+    /// `arrays.bin`, decompressed.
+    blob: Vec<u8>,
     /// GEMM by quant name.
     gemm: BTreeMap<String, Lazy<SiteCurves>>,
     /// Context attention by (fmha, kv, kv-head lookup, head size, window): axes (heads, full
@@ -173,9 +176,9 @@ pub struct AttnKey {
 impl KernelData {
     /// Parses a data file's bytes (the meta now, the tables as they are needed).
     pub fn from_bytes(bytes: &[u8]) -> Result<KernelData, DataError> {
-        let mut zip =
-            zip::ZipArchive::new(Cursor::new(bytes.to_vec())).map_err(|e| err(format!("not a measured-kernel data file: {e}")))?;
+        let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| err(format!("not a measured-kernel data file: {e}")))?;
         let meta_bytes = read_member(&mut zip, "meta.json")?;
+        let blob = read_member(&mut zip, "arrays.bin")?;
         let meta: Meta = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&meta_bytes))
             .map_err(|e| err(format!("meta.json: {}: {}", e.path(), e.inner())))?;
         if meta.format != FORMAT {
@@ -184,9 +187,12 @@ impl KernelData {
         if meta.format_version != FORMAT_VERSION {
             return Err(err(format!("meta.json: format_version {} (this servesim reads {FORMAT_VERSION})", meta.format_version)));
         }
+        if let Some((name, r)) = meta.arrays.iter().find(|(_, r)| r[0].checked_add(r[1]).is_none_or(|end| end > blob.len())) {
+            return Err(err(format!("meta.json: array `{name}` at {r:?} lies outside arrays.bin ({} bytes)", blob.len())));
+        }
         let mut data = KernelData {
             meta: meta.clone(),
-            archive: Mutex::new(zip),
+            blob,
             gemm: BTreeMap::new(),
             context: BTreeMap::new(),
             generation: BTreeMap::new(),
@@ -244,14 +250,13 @@ impl KernelData {
     fn points(&self, i: usize) -> Result<(Vec<Vec<u32>>, Vec<LeafValue>), DataError> {
         let s = &self.meta.slices[i];
         let ctx = |m: String| err(format!("slice `{}` ({}): {m}", s.prefix, s.kind));
-        let mut zip = self.archive.lock().expect("archive");
-        let coords = u32s(&read_member(&mut zip, &format!("{}.coords", s.prefix))?).map_err(ctx)?;
+        let coords = u32s(self.array(&format!("{}.coords", s.prefix))?).map_err(ctx)?;
         if coords.len() != s.points * s.axes.len() {
             return Err(ctx(format!("{} coordinates for {} points of {} axes", coords.len(), s.points, s.axes.len())));
         }
-        let latency = decode_stream(&mut zip, &format!("{}.latency", s.prefix), s.points).map_err(|e| ctx(e.0))?;
+        let latency = self.stream(&format!("{}.latency", s.prefix), s.points).map_err(|e| ctx(e.0))?;
         let power = if s.power {
-            decode_stream(&mut zip, &format!("{}.power", s.prefix), s.points).map_err(|e| ctx(e.0))?
+            self.stream(&format!("{}.power", s.prefix), s.points).map_err(|e| ctx(e.0))?
         } else {
             vec![0.0; s.points]
         };
@@ -278,11 +283,8 @@ impl KernelData {
         let sys = &self.meta.system;
         self.build(lazy, |pts| {
             let mut order: Vec<[u32; 2]> = Vec::new();
-            {
-                let mut zip = self.archive.lock().expect("archive");
-                let raw = u32s(&read_member(&mut zip, &format!("{}.site_order", self.meta.slices[lazy.slice].prefix))?).map_err(err)?;
-                order.extend(raw.chunks_exact(2).map(|c| [c[0], c[1]]));
-            }
+            let raw = u32s(self.array(&format!("{}.site_order", self.meta.slices[lazy.slice].prefix))?).map_err(err)?;
+            order.extend(raw.chunks_exact(2).map(|c| [c[0], c[1]]));
             let mut t = SiteCurves::new(pts, &order);
             if let Some(q) = super::quant::GemmQuant::parse(quant)
                 && let Ok(flops) = super::ops::tc_flops(sys, q.compute_dtype())
@@ -362,21 +364,30 @@ impl KernelData {
     }
 }
 
-fn read_member(zip: &mut zip::ZipArchive<Cursor<Vec<u8>>>, name: &str) -> Result<Vec<u8>, DataError> {
+impl KernelData {
+    /// An array of `arrays.bin`, by name.
+    fn array(&self, name: &str) -> Result<&[u8], DataError> {
+        let [at, len] = *self.meta.arrays.get(name).ok_or_else(|| err(format!("array `{name}` is missing")))?;
+        Ok(&self.blob[at..at + len])
+    }
+
+    fn stream(&self, name: &str, n: usize) -> Result<Vec<f64>, DataError> {
+        let mut m = BTreeMap::new();
+        for part in ["code", "f32", "f64"] {
+            let key = format!("{name}.{part}");
+            m.insert(key.clone(), self.array(&key)?.to_vec());
+        }
+        decode_values(&m, name, n)
+    }
+}
+
+fn read_member(zip: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str) -> Result<Vec<u8>, DataError> {
     let mut m = zip.by_name(name).map_err(|_| err(format!("member `{name}` is missing")))?;
     let mut buf = Vec::with_capacity(m.size() as usize);
     m.read_to_end(&mut buf).map_err(|e| err(format!("{name}: {e}")))?;
     Ok(buf)
 }
 
-fn decode_stream(zip: &mut zip::ZipArchive<Cursor<Vec<u8>>>, name: &str, n: usize) -> Result<Vec<f64>, DataError> {
-    let mut m = BTreeMap::new();
-    for part in ["code", "f32", "f64"] {
-        let key = format!("{name}.{part}");
-        m.insert(key.clone(), read_member(zip, &key)?);
-    }
-    decode_values(&m, name, n)
-}
 
 fn member<'a>(members: &'a BTreeMap<String, Vec<u8>>, name: &str) -> Result<&'a [u8], DataError> {
     members.get(name).map(Vec::as_slice).ok_or_else(|| err(format!("member `{name}` is missing")))
