@@ -73,14 +73,15 @@ pub enum TimingModel {
     /// Measured kernels (the reference's AIS model): AIConfigurator's tables for one GPU ×
     /// framework × version. The reference's `{"type": "external", "provider": "ais",
     /// "config": {...}}` reads as this.
-    Ais(crate::perf::ais::AisArgs),
+    /// (Kept as its fields; [`TimingModel::ais`] reads them.)
+    Ais(serde_json::Map<String, serde_json::Value>),
 }
 
 impl TimingModel {
     /// The measured-kernel arguments, whichever spelling named them.
     pub fn ais(&self) -> Option<std::borrow::Cow<'_, crate::perf::ais::AisArgs>> {
         match self {
-            TimingModel::Ais(a) => Some(std::borrow::Cow::Borrowed(a)),
+            TimingModel::Ais(a) => serde_json::from_value(serde_json::Value::Object(a.clone())).ok().map(std::borrow::Cow::Owned),
             TimingModel::External { provider, config } if provider == "ais" => {
                 serde_json::from_value(config.clone()).ok().map(std::borrow::Cow::Owned)
             }
@@ -564,8 +565,8 @@ impl EngineArgs {
         if let TimingModel::External { provider, config } = &self.timing_model
             && provider == "ais"
         {
-            let a: crate::perf::ais::AisArgs = serde_path_to_error::deserialize(config)
-                .map_err(|e| ArgsError(format!("engine.timing_model.config.{}: {}", e.path(), e.inner())))?;
+            let a: crate::perf::ais::AisArgs =
+                serde_json::from_value(config.clone()).map_err(|e| ArgsError(format!("engine.timing_model.config: {e}")))?;
             a.validate().map_err(|e| ArgsError(format!("engine.timing_model.config.{e}")))?;
         } else if let TimingModel::External { provider, config } = &self.timing_model {
             if provider != "dynamo_profile" {
@@ -588,6 +589,8 @@ impl EngineArgs {
             crate::perf::roofline::Roofline::new(r).map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
         }
         if let TimingModel::Ais(a) = &self.timing_model {
+            let a: crate::perf::ais::AisArgs =
+                serde_json::from_value(serde_json::Value::Object(a.clone())).map_err(|e| ArgsError(format!("engine.timing_model: {e}")))?;
             a.validate().map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
         }
         if let Some(sg) = &self.sglang {

@@ -179,8 +179,8 @@ impl KernelData {
         let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| err(format!("not a measured-kernel data file: {e}")))?;
         let meta_bytes = read_member(&mut zip, "meta.json")?;
         let blob = read_member(&mut zip, "arrays.bin")?;
-        let meta: Meta = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&meta_bytes))
-            .map_err(|e| err(format!("meta.json: {}: {}", e.path(), e.inner())))?;
+        let meta: serde_json::Value = serde_json::from_slice(&meta_bytes).map_err(|e| err(format!("meta.json: {e}")))?;
+        let meta: Meta = serde_json::from_value(meta).map_err(|e| err(format!("meta.json: {e}")))?;
         if meta.format != FORMAT {
             return Err(err(format!("meta.json: format `{}`, expected `{FORMAT}`", meta.format)));
         }
@@ -255,11 +255,8 @@ impl KernelData {
             return Err(ctx(format!("{} coordinates for {} points of {} axes", coords.len(), s.points, s.axes.len())));
         }
         let latency = self.stream(&format!("{}.latency", s.prefix), s.points).map_err(|e| ctx(e.0))?;
-        let power = if s.power {
-            self.stream(&format!("{}.power", s.prefix), s.points).map_err(|e| ctx(e.0))?
-        } else {
-            vec![0.0; s.points]
-        };
+        let power =
+            if s.power { self.stream(&format!("{}.power", s.prefix), s.points).map_err(|e| ctx(e.0))? } else { vec![0.0; s.points] };
         // Stored axis-major: axis a of point i is at a × points + i.
         let dims = s.axes.len();
         let rows = (0..s.points).map(|p| (0..dims).map(|a| coords[a * s.points + p]).collect()).collect();
@@ -387,7 +384,6 @@ fn read_member(zip: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str) -> Result<V
     m.read_to_end(&mut buf).map_err(|e| err(format!("{name}: {e}")))?;
     Ok(buf)
 }
-
 
 fn member<'a>(members: &'a BTreeMap<String, Vec<u8>>, name: &str) -> Result<&'a [u8], DataError> {
     members.get(name).map(Vec::as_slice).ok_or_else(|| err(format!("member `{name}` is missing")))

@@ -51,6 +51,11 @@ fn exact_key(c: f64) -> Option<u32> {
     if c >= 0.0 && c <= u32::MAX as f64 && c.fract() == 0.0 { Some(c as u32) } else { None }
 }
 
+/// (distance, index) order: a total order, so one unstable sort serves every ranking.
+fn by_rank(a: &(f64, usize), b: &(f64, usize)) -> std::cmp::Ordering {
+    a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -245,14 +250,14 @@ impl Grid {
         let mut near: Vec<(f64, usize)> = Vec::with_capacity(NN + SLACK + 1);
         for (i, (_, lc, _)) in self.flat.iter().enumerate() {
             let c = (dist(lc), i);
-            if near.len() < NN + SLACK {
-                near.push(c);
-                near.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            } else if c.0.total_cmp(&near[near.len() - 1].0).then(c.1.cmp(&near[near.len() - 1].1)).is_lt() {
+            if near.len() == NN + SLACK {
+                if by_rank(&c, &near[near.len() - 1]).is_ge() {
+                    continue;
+                }
                 near.pop();
-                let at = near.partition_point(|x| x.0.total_cmp(&c.0).then(x.1.cmp(&c.1)).is_lt());
-                near.insert(at, c);
             }
+            let at = near.partition_point(|x| by_rank(x, &c).is_lt());
+            near.insert(at, c);
         }
         let pick = |ranked: &[(f64, usize)]| {
             let mut picked: Vec<(f64, f64, f64, f64)> = Vec::with_capacity(NN); // (distance, latency, power, sol)
@@ -277,7 +282,7 @@ impl Grid {
         let (mut picked, mut radius) = pick(&near);
         if radius.is_none() && self.flat.len() > near.len() {
             let mut ranked: Vec<(f64, usize)> = self.flat.iter().enumerate().map(|(i, (_, lc, _))| (dist(lc), i)).collect();
-            ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            ranked.sort_unstable_by(by_rank);
             (picked, radius) = pick(&ranked);
         }
         let radius = radius.unwrap_or(f64::INFINITY);
@@ -345,8 +350,13 @@ pub struct Curve {
 
 impl Curve {
     pub fn new(mut points: Vec<(f64, LeafValue)>) -> Curve {
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        points.dedup_by(|b, a| a.0 == b.0);
+        // The file stores them sorted; a repeated coordinate keeps its first value.
+        if !points.windows(2).all(|w| w[0].0 < w[1].0) {
+            let mut keyed: Vec<(f64, usize)> = points.iter().enumerate().map(|(i, p)| (p.0, i)).collect();
+            keyed.sort_unstable_by(by_rank);
+            points = keyed.iter().map(|&(_, i)| points[i]).collect();
+            points.dedup_by(|b, a| a.0 == b.0);
+        }
         Curve { points }
     }
 
@@ -419,7 +429,7 @@ impl SiteCurves {
         }
         let rank: std::collections::HashMap<(u32, u32), usize> = order.iter().enumerate().map(|(i, s)| ((s[0], s[1]), i)).collect();
         let mut keys: Vec<(u32, u32)> = by_site.keys().copied().collect();
-        keys.sort_by_key(|k| rank.get(k).copied().unwrap_or(usize::MAX));
+        keys.sort_unstable_by_key(|k| (rank.get(k).copied().unwrap_or(usize::MAX), *k));
         let sites: Vec<Site> = keys
             .iter()
             .map(|&(n, k)| Site {
@@ -480,7 +490,7 @@ impl SiteCurves {
             ranked =
                 self.frontier_anchors(&ranked, n, k, qn, qk).ok_or_else(|| miss(&axes, &coords, "no site within max_site_distance"))?;
         }
-        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        ranked.sort_unstable_by(by_rank);
         let (mut wsum, mut u_acc, mut p_acc) = (0.0_f64, 0.0_f64, 0.0_f64);
         for &(d, i) in ranked.iter().take(NN_SITES) {
             let s = &self.sites[i];
@@ -511,7 +521,7 @@ impl SiteCurves {
             .or_insert_with(|| {
                 let dist = |s: &Site| ((s.log_n - qn) * (s.log_n - qn) + (s.log_k - qk) * (s.log_k - qk)).sqrt();
                 let mut all: Vec<(f64, usize)> = self.sites.iter().enumerate().map(|(i, s)| (dist(s), i)).collect();
-                all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                all.sort_unstable_by(by_rank);
                 std::sync::Arc::new(all)
             })
             .clone()
