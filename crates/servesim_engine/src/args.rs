@@ -81,9 +81,9 @@ impl TimingModel {
     /// The measured-kernel arguments, whichever spelling named them.
     pub fn ais(&self) -> Option<std::borrow::Cow<'_, crate::perf::ais::AisArgs>> {
         match self {
-            TimingModel::Ais(a) => serde_json::from_value(serde_json::Value::Object(a.clone())).ok().map(std::borrow::Cow::Owned),
+            TimingModel::Ais(a) => crate::perf::ais::AisArgs::from_map(a).ok().map(std::borrow::Cow::Owned),
             TimingModel::External { provider, config } if provider == "ais" => {
-                serde_json::from_value(config.clone()).ok().map(std::borrow::Cow::Owned)
+                config.as_object().and_then(|m| crate::perf::ais::AisArgs::from_map(m).ok()).map(std::borrow::Cow::Owned)
             }
             _ => None,
         }
@@ -565,8 +565,8 @@ impl EngineArgs {
         if let TimingModel::External { provider, config } = &self.timing_model
             && provider == "ais"
         {
-            let a: crate::perf::ais::AisArgs =
-                serde_json::from_value(config.clone()).map_err(|e| ArgsError(format!("engine.timing_model.config: {e}")))?;
+            let m = config.as_object().ok_or_else(|| ArgsError("engine.timing_model.config: expected an object".into()))?;
+            let a = crate::perf::ais::AisArgs::from_map(m).map_err(|e| ArgsError(format!("engine.timing_model.config.{e}")))?;
             a.validate().map_err(|e| ArgsError(format!("engine.timing_model.config.{e}")))?;
         } else if let TimingModel::External { provider, config } = &self.timing_model {
             if provider != "dynamo_profile" {
@@ -589,8 +589,7 @@ impl EngineArgs {
             crate::perf::roofline::Roofline::new(r).map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
         }
         if let TimingModel::Ais(a) = &self.timing_model {
-            let a: crate::perf::ais::AisArgs =
-                serde_json::from_value(serde_json::Value::Object(a.clone())).map_err(|e| ArgsError(format!("engine.timing_model: {e}")))?;
+            let a = crate::perf::ais::AisArgs::from_map(a).map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
             a.validate().map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
         }
         if let Some(sg) = &self.sglang {

@@ -29,7 +29,7 @@ pub struct KernelSets {
 }
 
 fn key(engine: &EngineArgs) -> Option<String> {
-    engine.timing_model.ais().map(|a| serde_json::to_string(&*a).unwrap_or_default())
+    engine.timing_model.ais().map(|a| format!("{a:?}"))
 }
 
 /// Orders version strings the way releases go: numbers compare as numbers, and a
@@ -89,7 +89,7 @@ pub fn pick_set<'a>(index: &'a Value, system: &str, backend: &str, version: Opti
             format!("backend_version: no {backend} {v} data for {system} (the data has: {})", have.join(", "))
         });
     }
-    found.sort_by(|a, b| version_cmp(a["version"].as_str().unwrap_or(""), b["version"].as_str().unwrap_or("")));
+    found.sort_unstable_by(|a, b| version_cmp(a["version"].as_str().unwrap_or(""), b["version"].as_str().unwrap_or("")));
     Ok(found[found.len() - 1])
 }
 
@@ -193,7 +193,7 @@ pub fn catalog(index: &Value, models: Option<&Value>) -> Value {
     }
     for frameworks in systems.values_mut() {
         for versions in frameworks.values_mut() {
-            versions.sort_by(|a, b| version_cmp(b, a)); // newest first: the default
+            versions.sort_unstable_by(|a, b| version_cmp(b, a)); // newest first: the default
         }
     }
     let bundled: Vec<Value> = models

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use std::io::{Cursor, Read};
 use std::sync::OnceLock;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::interp::{Curve, Grid, LeafValue, SiteCurves};
 
@@ -41,8 +42,7 @@ fn err(msg: impl Into<String>) -> DataError {
 }
 
 /// The GPU and node figures of AIConfigurator's `systems/<gpu>.yaml` the model reads.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SystemSpec {
     pub name: String,
     /// HBM bandwidth, bytes/s.
@@ -88,14 +88,13 @@ impl SystemSpec {
 }
 
 /// One slice's entry in `meta.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SliceMeta {
     /// `gemm`, `context_attention`, `generation_attention`, `custom_allreduce`,
     /// `compute_scale`, `scale_matrix`.
     pub kind: String,
     /// The slice's discrete key (quant, dtypes, head size, tp...).
-    pub key: BTreeMap<String, serde_json::Value>,
+    pub key: BTreeMap<String, Value>,
     /// The continuous axes, outermost first.
     pub axes: Vec<String>,
     pub points: usize,
@@ -110,17 +109,115 @@ pub struct SliceMeta {
 }
 
 /// `meta.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Meta {
     pub format: String,
     pub format_version: u32,
     pub system: SystemSpec,
     /// Package, version, tables and filters the file was made from.
-    pub provenance: serde_json::Value,
+    pub provenance: Value,
     pub slices: Vec<SliceMeta>,
     /// Where each array lies in `arrays.bin`: name → [byte offset, byte length].
     pub arrays: BTreeMap<String, [usize; 2]>,
+}
+
+/// Fields of a `meta.json` object, read by hand (no derived deserializer: the page's engine
+/// stays small). Errors name the field.
+struct Obj<'a>(&'a serde_json::Map<String, Value>, &'a str);
+
+impl<'a> Obj<'a> {
+    fn of(v: &'a Value, at: &'a str) -> Result<Obj<'a>, DataError> {
+        v.as_object().map(|m| Obj(m, at)).ok_or_else(|| err(format!("meta.json: {at}: expected an object")))
+    }
+    fn get(&self, k: &str) -> Option<&'a Value> {
+        self.0.get(k).filter(|v| !v.is_null())
+    }
+    fn bad(&self, k: &str, what: &str) -> DataError {
+        err(format!("meta.json: {}{k}: expected {what}", self.1))
+    }
+    fn f64(&self, k: &str) -> Result<f64, DataError> {
+        self.get(k).and_then(Value::as_f64).ok_or_else(|| self.bad(k, "a number"))
+    }
+    fn opt_f64(&self, k: &str) -> Result<Option<f64>, DataError> {
+        self.get(k).map(|v| v.as_f64().ok_or_else(|| self.bad(k, "a number"))).transpose()
+    }
+    fn u64(&self, k: &str) -> Result<u64, DataError> {
+        self.get(k).and_then(Value::as_u64).ok_or_else(|| self.bad(k, "an integer"))
+    }
+    fn opt_u64(&self, k: &str) -> Result<Option<u64>, DataError> {
+        self.get(k).map(|v| v.as_u64().ok_or_else(|| self.bad(k, "an integer"))).transpose()
+    }
+    fn str(&self, k: &str) -> Result<String, DataError> {
+        self.get(k).and_then(Value::as_str).map(str::to_string).ok_or_else(|| self.bad(k, "a string"))
+    }
+}
+
+impl Meta {
+    fn from_value(v: &Value) -> Result<Meta, DataError> {
+        let o = Obj::of(v, "")?;
+        let sys = Obj::of(o.get("system").ok_or_else(|| o.bad("system", "an object"))?, "system.")?;
+        let mut nccl_mem = BTreeMap::new();
+        if let Some(m) = sys.get("nccl_mem").and_then(Value::as_object) {
+            for (k, v) in m {
+                let gpus = k.parse().map_err(|_| sys.bad("nccl_mem", "GPU counts as keys"))?;
+                nccl_mem.insert(gpus, v.as_u64().ok_or_else(|| sys.bad("nccl_mem", "byte counts"))?);
+            }
+        }
+        let u32_of = |v: Option<u64>| v.map(|x| x as u32);
+        let system = SystemSpec {
+            name: sys.str("name")?,
+            mem_bw: sys.f64("mem_bw")?,
+            mem_bw_empirical_scaling_factor: sys.f64("mem_bw_empirical_scaling_factor")?,
+            mem_empirical_constant_latency: sys.f64("mem_empirical_constant_latency")?,
+            mem_capacity: sys.opt_u64("mem_capacity")?,
+            bfloat16_tc_flops: sys.opt_f64("bfloat16_tc_flops")?,
+            int8_tc_flops: sys.opt_f64("int8_tc_flops")?,
+            fp8_tc_flops: sys.opt_f64("fp8_tc_flops")?,
+            fp4_tc_flops: sys.opt_f64("fp4_tc_flops")?,
+            power: sys.opt_f64("power")?,
+            sm_version: u32_of(sys.opt_u64("sm_version")?),
+            num_gpus_per_node: sys.u64("num_gpus_per_node")? as u32,
+            inter_node_bw: sys.f64("inter_node_bw")?,
+            intra_node_bw: sys.f64("intra_node_bw")?,
+            p2p_latency: sys.f64("p2p_latency")?,
+            num_gpus_per_rack: u32_of(sys.opt_u64("num_gpus_per_rack")?),
+            inter_rack_bw: sys.opt_f64("inter_rack_bw")?,
+            nccl_mem,
+            other_mem: sys.opt_u64("other_mem")?,
+        };
+        let mut slices = Vec::new();
+        for (i, s) in o.get("slices").and_then(Value::as_array).ok_or_else(|| o.bad("slices", "a list"))?.iter().enumerate() {
+            let at = format!("slices[{i}].");
+            let so = Obj::of(s, &at)?;
+            let key = so.get("key").and_then(Value::as_object).ok_or_else(|| so.bad("key", "an object"))?;
+            let axes = so.get("axes").and_then(Value::as_array).ok_or_else(|| so.bad("axes", "a list"))?;
+            slices.push(SliceMeta {
+                kind: so.str("kind")?,
+                key: key.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                axes: axes
+                    .iter()
+                    .map(|a| a.as_str().map(str::to_string).ok_or_else(|| so.bad("axes", "names")))
+                    .collect::<Result<_, _>>()?,
+                points: so.u64("points")? as usize,
+                prefix: so.str("prefix")?,
+                power: so.get("power").and_then(Value::as_bool).unwrap_or(false),
+                note: so.get("note").and_then(Value::as_str).map(str::to_string),
+            });
+        }
+        let mut arrays = BTreeMap::new();
+        for (k, v) in o.get("arrays").and_then(Value::as_object).ok_or_else(|| o.bad("arrays", "an object"))? {
+            let r = v.as_array().filter(|r| r.len() == 2).and_then(|r| Some([r[0].as_u64()? as usize, r[1].as_u64()? as usize]));
+            arrays.insert(k.clone(), r.ok_or_else(|| o.bad("arrays", "[offset, length] pairs"))?);
+        }
+        Ok(Meta {
+            format: o.str("format")?,
+            format_version: o.u64("format_version")? as u32,
+            system,
+            provenance: o.get("provenance").cloned().unwrap_or(Value::Null),
+            slices,
+            arrays,
+        })
+    }
 }
 
 /// The whole file: its meta read at once, each table slice decompressed and built into a
@@ -179,8 +276,8 @@ impl KernelData {
         let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| err(format!("not a measured-kernel data file: {e}")))?;
         let meta_bytes = read_member(&mut zip, "meta.json")?;
         let blob = read_member(&mut zip, "arrays.bin")?;
-        let meta: serde_json::Value = serde_json::from_slice(&meta_bytes).map_err(|e| err(format!("meta.json: {e}")))?;
-        let meta: Meta = serde_json::from_value(meta).map_err(|e| err(format!("meta.json: {e}")))?;
+        let meta: Value = serde_json::from_slice(&meta_bytes).map_err(|e| err(format!("meta.json: {e}")))?;
+        let meta = Meta::from_value(&meta)?;
         if meta.format != FORMAT {
             return Err(err(format!("meta.json: format `{}`, expected `{FORMAT}`", meta.format)));
         }

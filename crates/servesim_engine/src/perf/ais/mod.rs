@@ -22,7 +22,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::args::Backend;
@@ -33,44 +32,97 @@ use quant::{FmhaQuant, GemmQuant, KvQuant};
 
 /// The timing model's arguments (`engine.timing_model = {"type": "ais", ...}`; the
 /// reference's `{"type": "external", "provider": "ais", "config": {...}}` reads into the same).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct AisArgs {
     /// A bundled model's name (`meta-llama/Meta-Llama-3.1-70B`) or a `config.json` object.
     pub model: Value,
     /// AIConfigurator's system name: `h200_sxm`, `b200_sxm`, `gb200`...
     pub system: String,
     /// The framework whose kernels were measured (defaults to the engine's scheduler).
-    #[serde(default)]
     pub backend: Option<Backend>,
     /// The data's framework version (default: the newest the data has).
-    #[serde(default)]
     pub backend_version: Option<String>,
-    #[serde(default = "one", alias = "tp_size")]
     pub tp: u32,
-    #[serde(default = "one", alias = "pp_size")]
     pub pp: u32,
-    #[serde(default, alias = "gemm_dtype")]
     pub gemm_quant_mode: Option<String>,
-    #[serde(default, alias = "kv_cache_dtype")]
     pub kvcache_quant_mode: Option<String>,
-    #[serde(default, alias = "fmha_dtype")]
     pub fmha_quant_mode: Option<String>,
     /// All-reduce payload dtype; only `half` is measured.
-    #[serde(default, alias = "comm_dtype")]
     pub comm_quant_mode: Option<String>,
     /// The reference's role field: the op graph of a dense model does not depend on it.
-    #[serde(default)]
     pub worker_type: Option<String>,
     /// Reference fields that must stay at their neutral value here (MoE, attention DP, MTP,
     /// context parallelism...): accepted only as such, so a config written for the reference
     /// either times the same or says why not.
-    #[serde(flatten)]
     pub neutral: BTreeMap<String, Value>,
 }
 
-fn one() -> u32 {
-    1
+impl AisArgs {
+    /// Reads the arguments from their JSON object (the reference's aliases too: `tp_size`,
+    /// `pp_size`, `gemm_dtype`, `kv_cache_dtype`, `fmha_dtype`, `comm_dtype`). Errors name the
+    /// field.
+    pub fn from_map(m: &serde_json::Map<String, Value>) -> Result<AisArgs, String> {
+        let mut a = AisArgs {
+            model: Value::Null,
+            system: String::new(),
+            backend: None,
+            backend_version: None,
+            tp: 1,
+            pp: 1,
+            gemm_quant_mode: None,
+            kvcache_quant_mode: None,
+            fmha_quant_mode: None,
+            comm_quant_mode: None,
+            worker_type: None,
+            neutral: BTreeMap::new(),
+        };
+        let text = |k: &str, v: &Value| v.as_str().map(str::to_string).ok_or_else(|| format!("{k}: expected a string"));
+        let opt_text = |k: &str, v: &Value| if v.is_null() { Ok(None) } else { text(k, v).map(Some) };
+        let count = |k: &str, v: &Value| {
+            v.as_u64().filter(|&n| n <= u32::MAX as u64).map(|n| n as u32).ok_or_else(|| format!("{k}: expected a non-negative integer"))
+        };
+        let mut have_model = false;
+        let mut have_system = false;
+        for (k, v) in m {
+            match k.as_str() {
+                "model" => {
+                    a.model = v.clone();
+                    have_model = true;
+                }
+                "system" => {
+                    a.system = text(k, v)?;
+                    have_system = true;
+                }
+                "backend" => {
+                    a.backend = match opt_text(k, v)?.as_deref() {
+                        None => None,
+                        Some("vllm") => Some(Backend::Vllm),
+                        Some("sglang") => Some(Backend::Sglang),
+                        Some("trtllm") => Some(Backend::Trtllm),
+                        Some(o) => return Err(format!("backend: unknown variant `{o}`, expected one of `vllm`, `sglang`, `trtllm`")),
+                    }
+                }
+                "backend_version" => a.backend_version = opt_text(k, v)?,
+                "tp" | "tp_size" => a.tp = count(k, v)?,
+                "pp" | "pp_size" => a.pp = count(k, v)?,
+                "gemm_quant_mode" | "gemm_dtype" => a.gemm_quant_mode = opt_text(k, v)?,
+                "kvcache_quant_mode" | "kv_cache_dtype" => a.kvcache_quant_mode = opt_text(k, v)?,
+                "fmha_quant_mode" | "fmha_dtype" => a.fmha_quant_mode = opt_text(k, v)?,
+                "comm_quant_mode" | "comm_dtype" => a.comm_quant_mode = opt_text(k, v)?,
+                "worker_type" => a.worker_type = opt_text(k, v)?,
+                _ => {
+                    a.neutral.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        if !have_model {
+            return Err("model: missing field".into());
+        }
+        if !have_system {
+            return Err("system: missing field".into());
+        }
+        Ok(a)
+    }
 }
 
 /// Reference config fields servesim accepts at their neutral value only.
