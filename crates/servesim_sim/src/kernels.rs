@@ -89,7 +89,9 @@ pub fn pick_set<'a>(index: &'a Value, system: &str, backend: &str, version: Opti
             format!("backend_version: no {backend} {v} data for {system} (the data has: {})", have.join(", "))
         });
     }
-    found.sort_unstable_by(|a, b| version_cmp(a["version"].as_str().unwrap_or(""), b["version"].as_str().unwrap_or("")));
+    servesim_engine::perf::ais::interp::sort_small(&mut found, |a, b| {
+        version_cmp(a["version"].as_str().unwrap_or(""), b["version"].as_str().unwrap_or("")).is_lt()
+    });
     Ok(found[found.len() - 1])
 }
 
@@ -116,7 +118,10 @@ impl KernelSets {
             if !sets.models.contains_key(&k) {
                 if index.is_none() {
                     let bytes = files.kernel_file(INDEX)?;
-                    index = Some(serde_json::from_slice(&bytes).map_err(|e| SimError::new(format!("measured-kernel {INDEX}: {e}")))?);
+                    index = Some(
+                        serde_json::from_str(&String::from_utf8_lossy(&bytes))
+                            .map_err(|e| SimError::new(format!("measured-kernel {INDEX}: {e}")))?,
+                    );
                 }
                 let model = build_model(&args, &launch.engine, index.as_ref().expect("read"), &mut models, &mut data, files).map_err(
                     |e| match e {
@@ -173,7 +178,8 @@ pub fn model_for(engine: &EngineArgs, files: &mut dyn Files) -> Result<AisModel,
         .ok_or_else(|| SimError::new("engine.timing_model: not a measured-kernel (ais) timing model"))?
         .into_owned();
     let bytes = files.kernel_file(INDEX)?;
-    let index: Value = serde_json::from_slice(&bytes).map_err(|e| SimError::new(format!("measured-kernel {INDEX}: {e}")))?;
+    let index: Value =
+        serde_json::from_str(&String::from_utf8_lossy(&bytes)).map_err(|e| SimError::new(format!("measured-kernel {INDEX}: {e}")))?;
     build_model(&args, engine, &index, &mut None, &mut BTreeMap::new(), files).map_err(|e| match e {
         Built::Field(e) => SimError::new(format!("engine.timing_model.{e}")),
         Built::File(e) => e,
@@ -193,7 +199,10 @@ pub fn catalog(index: &Value, models: Option<&Value>) -> Value {
     }
     for frameworks in systems.values_mut() {
         for versions in frameworks.values_mut() {
-            versions.sort_unstable_by(|a, b| version_cmp(b, a)); // newest first: the default
+            // Newest first: the default.
+            let mut order: Vec<usize> = (0..versions.len()).collect();
+            servesim_engine::perf::ais::interp::sort_small(&mut order, |&a, &b| version_cmp(&versions[b], &versions[a]).is_lt());
+            *versions = order.iter().map(|&i| versions[i].clone()).collect();
         }
     }
     let bundled: Vec<Value> = models
@@ -251,7 +260,8 @@ fn build_model(
     if args.model.is_string() && models.is_none() {
         let name = index.get("models").and_then(|m| m.as_str()).unwrap_or("models.json");
         let bytes = files.kernel_file(name).map_err(Built::File)?;
-        *models = Some(serde_json::from_slice(&bytes).map_err(|e| Built::File(SimError::new(format!("{name}: {e}"))))?);
+        *models =
+            Some(serde_json::from_str(&String::from_utf8_lossy(&bytes)).map_err(|e| Built::File(SimError::new(format!("{name}: {e}"))))?);
     }
     // A name that is not bundled may be a directory holding a config.json (as the reference
     // reads a local model path), relative to the scenario or case.
@@ -260,7 +270,8 @@ fn build_model(
         && !bundled(dir)
         && let Ok(bytes) = files.read(&format!("{dir}/config.json"))
     {
-        let cfg: Value = serde_json::from_slice(&bytes).map_err(|e| Built::File(SimError::new(format!("{dir}/config.json: {e}"))))?;
+        let cfg: Value = serde_json::from_str(&String::from_utf8_lossy(&bytes))
+            .map_err(|e| Built::File(SimError::new(format!("{dir}/config.json: {e}"))))?;
         let shape = servesim_engine::perf::ais::model::ModelShape::from_config(&cfg)
             .map_err(|e| Built::Field(format!("model `{dir}/config.json`: {e}")))?;
         return AisModel::new(kd, shape, dir.clone(), args, backend).map_err(Built::Field);

@@ -33,10 +33,13 @@ pub fn get(name: &str) -> Result<Vec<u8>, SimError> {
 /// The catalog of what data exists (see `servesim_sim::kernels::catalog`), from the loaded
 /// `index.json` and `models.json`, with each set marked `loaded`.
 pub fn catalog() -> Result<serde_json::Value, SimError> {
-    let index: serde_json::Value =
-        serde_json::from_slice(&get(servesim_sim::kernels::INDEX)?).map_err(|e| SimError::new(format!("index.json: {e}")))?;
+    let index: serde_json::Value = serde_json::from_str(&String::from_utf8_lossy(&get(servesim_sim::kernels::INDEX)?))
+        .map_err(|e| SimError::new(format!("index.json: {e}")))?;
     let models = match get("models.json") {
-        Ok(b) => Some(serde_json::from_slice::<serde_json::Value>(&b).map_err(|e| SimError::new(format!("models.json: {e}")))?),
+        Ok(b) => Some(
+            serde_json::from_str::<serde_json::Value>(&String::from_utf8_lossy(&b))
+                .map_err(|e| SimError::new(format!("models.json: {e}")))?,
+        ),
         Err(_) => None,
     };
     let mut c = servesim_sim::kernels::catalog(&index, models.as_ref());

@@ -73,7 +73,8 @@ pub fn kernel_file_for(
     backend: &str,
     #[wasm_bindgen(unchecked_optional_param_type = "string")] version: Option<String>,
 ) -> Result<String, JsError> {
-    let index: serde_json::Value = serde_json::from_slice(&kernels::get(servesim_sim::kernels::INDEX).map_err(js_err)?).map_err(js_err)?;
+    let index: serde_json::Value =
+        serde_json::from_str(&String::from_utf8_lossy(&kernels::get(servesim_sim::kernels::INDEX).map_err(js_err)?)).map_err(js_err)?;
     let set = servesim_sim::kernels::pick_set(&index, system, backend, version.as_deref()).map_err(js_err)?;
     Ok(set["file"].as_str().unwrap_or_default().to_string())
 }

@@ -276,7 +276,7 @@ impl KernelData {
         let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| err(format!("not a measured-kernel data file: {e}")))?;
         let meta_bytes = read_member(&mut zip, "meta.json")?;
         let blob = read_member(&mut zip, "arrays.bin")?;
-        let meta: Value = serde_json::from_slice(&meta_bytes).map_err(|e| err(format!("meta.json: {e}")))?;
+        let meta: Value = serde_json::from_str(&String::from_utf8_lossy(&meta_bytes)).map_err(|e| err(format!("meta.json: {e}")))?;
         let meta = Meta::from_value(&meta)?;
         if meta.format != FORMAT {
             return Err(err(format!("meta.json: format `{}`, expected `{FORMAT}`", meta.format)));

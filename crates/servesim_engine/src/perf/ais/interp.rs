@@ -56,8 +56,21 @@ fn by_rank(a: &(f64, usize), b: &(f64, usize)) -> std::cmp::Ordering {
     a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
 }
 
+/// Sorts a short slice in place (an insertion sort: the page's engine carries one sort less).
+pub fn sort_small<T: Copy>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
+    for i in 1..v.len() {
+        let x = v[i];
+        let mut j = i;
+        while j > 0 && less(&x, &v[j - 1]) {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
+    }
+}
+
 fn median(v: &mut [f64]) -> f64 {
-    v.sort_unstable_by(f64::total_cmp);
+    sort_small(v, |a, b| a.total_cmp(b).is_lt());
     let n = v.len();
     if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
@@ -428,8 +441,11 @@ impl SiteCurves {
             by_site.entry((c[1], c[2])).or_default().entry(c[0]).or_insert(*v);
         }
         let rank: std::collections::HashMap<(u32, u32), usize> = order.iter().enumerate().map(|(i, s)| ((s[0], s[1]), i)).collect();
-        let mut keys: Vec<(u32, u32)> = by_site.keys().copied().collect();
-        keys.sort_unstable_by_key(|k| (rank.get(k).copied().unwrap_or(usize::MAX), *k));
+        let keys: Vec<(u32, u32)> = by_site.keys().copied().collect();
+        let mut ranked_keys: Vec<(f64, usize)> =
+            keys.iter().enumerate().map(|(i, k)| (rank.get(k).copied().unwrap_or(usize::MAX) as f64, i)).collect();
+        ranked_keys.sort_unstable_by(by_rank);
+        let keys: Vec<(u32, u32)> = ranked_keys.iter().map(|&(_, i)| keys[i]).collect();
         let sites: Vec<Site> = keys
             .iter()
             .map(|&(n, k)| Site {
