@@ -11,7 +11,9 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 # (this also checks that the engine and the harness build for wasm32)
 cargo clippy --locked --target wasm32-unknown-unknown -p servesim_engine -p servesim_sim -p servesim_wasm --all-targets -- -D warnings
 section "native tests"
-cargo test --workspace --locked --release
+# The data converter (parquet) builds in the dev profile: its release build would cost CI minutes.
+cargo test --workspace --locked --release --exclude servesim_aisdata
+cargo test --locked -p servesim_aisdata
 
 section "wasm adapter in Node (wasm-pack test; wasm-bindgen-test-runner from PATH)"
 wasm-pack test --node --mode no-install crates/servesim_wasm --locked

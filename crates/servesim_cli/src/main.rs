@@ -92,6 +92,19 @@ enum Command {
         #[arg(long, default_value = "table", value_parser = ["json", "table"])]
         format: String,
     },
+    /// Prices single passes with a measured-kernel timing model, as the reference's
+    /// `estimate.py --mocker` does: each input line is {"prefill": [batch, new tokens per
+    /// request, prefix per request]} or {"decode": [batch, context per request (the token
+    /// made counts)]}; each output line is {"query", "ms"} (with --ops, the per-op list).
+    Estimate {
+        /// The engine arguments: `{"backend": ..., "timing_model": {"type": "ais", ...}}`, as
+        /// JSON or a file holding it.
+        engine: String,
+        /// Queries, one JSON object a line (default: standard input).
+        queries: Option<PathBuf>,
+        #[arg(long)]
+        ops: bool,
+    },
     /// Runs a servesim scenario file and prints {"config", "summary", "per_request"} as JSON
     /// (`config`: what the engines ran with, derived values included).
     Run {
@@ -122,6 +135,7 @@ fn main() -> ExitCode {
             let shard = shard.as_deref().map(parse_shard).transpose();
             shard.and_then(|shard| recommend::run(&config, &set, jobs, shard, &output_dir, overwrite, &format))
         }
+        Command::Estimate { engine, queries, ops } => estimate(&engine, queries.as_deref(), ops),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -171,7 +185,8 @@ fn replay(case_path: &Path, timeseries: bool) -> Result<RunReport, SimError> {
 fn simulate(path: &Path, scenario: bool, timeseries: bool, events: Option<&Path>) -> Result<RunReport, SimError> {
     let input = input(path, scenario)?;
     let opts = BuildOptions { timeseries, ..BuildOptions::default() };
-    let sim = build(&input, &mut DirFiles::beside(path), &opts)?;
+    let sim = build(&input, &mut DirFiles::beside(path).with_kernels(kernel_dir()), &opts)?;
+    let kernels = sim.kernels().clone();
     let mut report = match events {
         None => sim.run(),
         Some(events) => {
@@ -188,9 +203,51 @@ fn simulate(path: &Path, scenario: bool, timeseries: bool, events: Option<&Path>
     // A scenario's answer states what the engines ran with (`config`); a replay case's
     // answer keeps the reference's form.
     if let Input::Scenario(s) = &input {
-        report.config = Some(servesim_sim::report::config::effective(s)?);
+        report.config = Some(servesim_sim::report::config::effective_with(s, Some(&kernels))?);
     }
     Ok(report)
+}
+
+/// Where measured-kernel data is read from: `$SERVESIM_AIS_DATA`, else the clone's `data/ais/`.
+fn kernel_dir() -> PathBuf {
+    std::env::var_os("SERVESIM_AIS_DATA").map(PathBuf::from).unwrap_or_else(servesim_sim::default_kernel_dir)
+}
+
+fn estimate(engine: &str, queries: Option<&Path>, ops: bool) -> Result<(), SimError> {
+    let text = if engine.trim_start().starts_with('{') { engine.to_string() } else { read(Path::new(engine))? };
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| SimError::new(format!("engine: {e}")))?;
+    let args = servesim_engine::EngineArgs::from_json(&value).map_err(|e| SimError::new(e.to_string()))?;
+    let model = servesim_sim::kernels::model_for(&args, &mut DirFiles::beside(Path::new(".")).with_kernels(kernel_dir()))?;
+    let input = match queries {
+        Some(p) => read(p)?,
+        None => std::io::read_to_string(std::io::stdin()).map_err(|e| SimError::new(format!("stdin: {e}")))?,
+    };
+    let mut out = Vec::new();
+    for (i, line) in input.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let bad = |m: &str| SimError::new(format!("line {}: {m}", i + 1));
+        let q: serde_json::Value = serde_json::from_str(line).map_err(|e| bad(&e.to_string()))?;
+        let nums = |k: &str| -> Option<Vec<u64>> { q.get(k)?.as_array()?.iter().map(|v| v.as_u64()).collect() };
+        let result = if let Some(p) = nums("prefill").filter(|p| p.len() == 3) {
+            model.prefill_ops(p[0], p[2] + p[1], p[2])
+        } else if let Some(d) = nums("decode").filter(|d| d.len() == 2) {
+            model.decode_ops(d[0], d[1])
+        } else {
+            return Err(bad("expected {\"prefill\": [batch, new, prefix]} or {\"decode\": [batch, context]}"));
+        };
+        let answer = match result {
+            Ok(list) => {
+                let ms = list.iter().fold(0.0, |t, (_, ms)| t + ms);
+                if ops {
+                    serde_json::json!({"query": q, "ms": ms, "ops": list.iter().map(|(n, v)| serde_json::json!([n, v])).collect::<Vec<_>>()})
+                } else {
+                    serde_json::json!({"query": q, "ms": ms})
+                }
+            }
+            Err(e) => serde_json::json!({"query": q, "error": e}),
+        };
+        out.push(answer.to_string());
+    }
+    print(|w| out.iter().try_for_each(|l| writeln!(w, "{l}")))
 }
 
 /// `I/N` → (I, N).
@@ -215,7 +272,9 @@ fn run_sweep(path: &Path, jobs: usize, shard: Option<&str>) -> Result<(), SimErr
     let line = |p: &servesim_sim::sweep::Point| -> Result<String, SimError> {
         let input = sweep.input(p, &source)?;
         let opts = BuildOptions { timeseries: false, ..BuildOptions::default() };
-        let report = build(&input, &mut DirFiles::beside(path), &opts).map_err(|e| SimError::new(format!("point {}: {e}", p.index)))?.run();
+        let report = build(&input, &mut DirFiles::beside(path).with_kernels(kernel_dir()), &opts)
+            .map_err(|e| SimError::new(format!("point {}: {e}", p.index)))?
+            .run();
         Ok(sweep.line(p, report.summary()))
     };
     let next = Mutex::new(0usize);

@@ -70,6 +70,24 @@ pub enum TimingModel {
     },
     /// servesim's roofline from a model's shape and a GPU's figures.
     Roofline(crate::perf::roofline::RooflineArgs),
+    /// Measured kernels (the reference's AIS model): AIConfigurator's tables for one GPU ×
+    /// framework × version. The reference's `{"type": "external", "provider": "ais",
+    /// "config": {...}}` reads as this.
+    /// (Kept as its fields; [`TimingModel::ais`] reads them.)
+    Ais(serde_json::Map<String, serde_json::Value>),
+}
+
+impl TimingModel {
+    /// The measured-kernel arguments, whichever spelling named them.
+    pub fn ais(&self) -> Option<std::borrow::Cow<'_, crate::perf::ais::AisArgs>> {
+        match self {
+            TimingModel::Ais(a) => crate::perf::ais::AisArgs::from_map(a).ok().map(std::borrow::Cow::Owned),
+            TimingModel::External { provider, config } if provider == "ais" => {
+                config.as_object().and_then(|m| crate::perf::ais::AisArgs::from_map(m).ok()).map(std::borrow::Cow::Owned)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Which KV block manager backs the vLLM scheduler.
@@ -222,6 +240,15 @@ pub struct EngineArgs {
     /// models (the roofline times the model's vision tower instead). Absent: 0.01 ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoder_ms_per_token: Option<f64>,
+    /// The reference's MTP (speculative draft tokens per step, with a measured-kernel model),
+    /// its acceptance rates and seed, by its names. Read so its configs parse; drafts are not
+    /// modelled yet (a set `aic_nextn` is an error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aic_nextn: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aic_nextn_accept_rates: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aic_mtp_seed: Option<u64>,
 }
 
 /// The whole launch configuration (`extra_engine_args` of Dynamo's replay).
@@ -241,6 +268,15 @@ pub struct LaunchConfig {
     /// `startup_time`; absent or 0: ready at once). Only the harness reads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup_time: Option<f64>,
+    /// Memory fractions sizing a measured-kernel model's KV pool (the reference's top-level
+    /// names): vLLM's of the GPU's memory (default 0.9), SGLang's (0.88), TRT-LLM's of what
+    /// weights and buffers leave free (0.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_memory_utilization: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_fraction_static: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_gpu_memory_fraction: Option<f64>,
 }
 
 fn default_backend() -> Backend {
@@ -308,7 +344,15 @@ impl Default for EngineArgs {
 
 impl Default for LaunchConfig {
     fn default() -> Self {
-        LaunchConfig { engine: EngineArgs::default(), dp_size: 1, tensor_parallel_size: None, startup_time: None }
+        LaunchConfig {
+            engine: EngineArgs::default(),
+            dp_size: 1,
+            tensor_parallel_size: None,
+            startup_time: None,
+            gpu_memory_utilization: None,
+            mem_fraction_static: None,
+            free_gpu_memory_fraction: None,
+        }
     }
 }
 
@@ -346,6 +390,17 @@ impl LaunchConfig {
         {
             return Err(ArgsError("startup_time must be finite and non-negative".into()));
         }
+        for (name, v) in [
+            ("gpu_memory_utilization", self.gpu_memory_utilization),
+            ("mem_fraction_static", self.mem_fraction_static),
+            ("free_gpu_memory_fraction", self.free_gpu_memory_fraction),
+        ] {
+            if let Some(f) = v
+                && !(f.is_finite() && f > 0.0 && f <= 1.0)
+            {
+                return Err(ArgsError(format!("{name} must be in (0, 1]")));
+            }
+        }
         if let Some(tp) = self.tensor_parallel_size {
             if tp == 0 {
                 return Err(ArgsError("tensor_parallel_size must be positive".into()));
@@ -365,9 +420,18 @@ impl LaunchConfig {
         let tp = match (&self.tensor_parallel_size, &self.engine.timing_model) {
             (Some(tp), _) => *tp,
             (None, TimingModel::Roofline(r)) => r.tp,
-            (None, _) => 1,
+            (None, t) => t.ais().map_or(1, |a| a.tp * a.pp),
         };
         tp * self.dp_size
+    }
+
+    /// The memory fraction the engine's framework reads (its own name), if set.
+    pub fn memory_fraction(&self) -> Option<f64> {
+        match self.engine.backend {
+            Backend::Vllm => self.gpu_memory_utilization,
+            Backend::Sglang => self.mem_fraction_static,
+            Backend::Trtllm => self.free_gpu_memory_fraction,
+        }
     }
 }
 
@@ -412,7 +476,10 @@ impl EngineArgs {
                 self.kv_bytes_per_token = Some(model.kv_bytes_per_token());
             }
         }
-        self.num_gpu_blocks.get_or_insert(DEFAULT_NUM_GPU_BLOCKS);
+        // A measured-kernel model's pool comes from its memory model, once its data is loaded.
+        if self.timing_model.ais().is_none() {
+            self.num_gpu_blocks.get_or_insert(DEFAULT_NUM_GPU_BLOCKS);
+        }
         Ok(())
     }
 
@@ -495,9 +562,17 @@ impl EngineArgs {
         {
             return err("engine.timing_model: prefill_ms and decode_ms must be finite and non-negative");
         }
-        if let TimingModel::External { provider, config } = &self.timing_model {
+        if let TimingModel::External { provider, config } = &self.timing_model
+            && provider == "ais"
+        {
+            let m = config.as_object().ok_or_else(|| ArgsError("engine.timing_model.config: expected an object".into()))?;
+            let a = crate::perf::ais::AisArgs::from_map(m).map_err(|e| ArgsError(format!("engine.timing_model.config.{e}")))?;
+            a.validate().map_err(|e| ArgsError(format!("engine.timing_model.config.{e}")))?;
+        } else if let TimingModel::External { provider, config } = &self.timing_model {
             if provider != "dynamo_profile" {
-                return Err(ArgsError(format!("engine.timing_model.provider: unknown provider `{provider}`, expected `dynamo_profile`")));
+                return Err(ArgsError(format!(
+                    "engine.timing_model.provider: unknown provider `{provider}`, expected `dynamo_profile` or `ais`"
+                )));
             }
             if !config.get("path").is_some_and(|p| p.is_string()) {
                 return err("engine.timing_model.config.path: a dynamo_profile model needs the path of its NPZ profile");
@@ -512,6 +587,10 @@ impl EngineArgs {
         }
         if let TimingModel::Roofline(r) = &self.timing_model {
             crate::perf::roofline::Roofline::new(r).map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
+        }
+        if let TimingModel::Ais(a) = &self.timing_model {
+            let a = crate::perf::ais::AisArgs::from_map(a).map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
+            a.validate().map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
         }
         if let Some(sg) = &self.sglang {
             if self.backend != Backend::Sglang {
@@ -545,6 +624,12 @@ impl EngineArgs {
             && !(ms.is_finite() && ms >= 0.0)
         {
             return err("engine.encoder_ms_per_token must be finite and non-negative");
+        }
+        if self.aic_nextn.is_some() {
+            return err("engine.aic_nextn: MTP draft tokens are not modelled yet");
+        }
+        if self.aic_nextn_accept_rates.is_some() {
+            return err("engine.aic_nextn_accept_rates: needs aic_nextn (MTP is not modelled yet)");
         }
         self.validate_offload()?;
         if self.trtllm.is_some() && self.backend != Backend::Trtllm {

@@ -42,18 +42,38 @@ pub trait Files {
     fn unnamed_trace(&self) -> Option<&str> {
         None
     }
+
+    /// A measured-kernel file (`index.json`, `models.json`, a data file) by its name in the
+    /// data's index.
+    fn kernel_file(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
+        Err(SimError::new(format!("measured-kernel data `{name}` is not available here")))
+    }
+}
+
+/// Where a clone keeps the measured-kernel data (`data/ais/`).
+pub fn default_kernel_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/ais")
 }
 
 /// Files relative to a directory (the scenario's or the case's), as Dynamo's replay resolves
 /// them. Traces stream from disk, never held whole.
 pub struct DirFiles {
     base: PathBuf,
+    /// The measured-kernel data's directory.
+    kernels: PathBuf,
 }
 
 impl DirFiles {
-    /// Files named relative to the directory holding `file`.
+    /// Files named relative to the directory holding `file`; measured-kernel data from the
+    /// clone's `data/ais/`.
     pub fn beside(file: &Path) -> Self {
-        DirFiles { base: file.parent().unwrap_or(Path::new(".")).to_path_buf() }
+        DirFiles { base: file.parent().unwrap_or(Path::new(".")).to_path_buf(), kernels: default_kernel_dir() }
+    }
+
+    /// Measured-kernel data from `dir` instead.
+    pub fn with_kernels(mut self, dir: PathBuf) -> Self {
+        self.kernels = dir;
+        self
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -71,6 +91,11 @@ impl Files for DirFiles {
         let path = self.path(name);
         let file = std::fs::File::open(&path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
         formats::read_reader(std::io::BufReader::new(file), opts, &path.display().to_string())
+    }
+
+    fn kernel_file(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
+        let path = self.kernels.join(name);
+        std::fs::read(&path).map_err(|e| SimError::new(format!("measured-kernel data {}: {e}", path.display())))
     }
 }
 
@@ -114,7 +139,17 @@ impl Files for MemFiles {
     fn unnamed_trace(&self) -> Option<&str> {
         Some(self.trace_name.as_deref().unwrap_or("trace.jsonl"))
     }
+
+    fn kernel_file(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
+        self.files
+            .get(&format!("{KERNEL_PREFIX}{name}"))
+            .cloned()
+            .ok_or_else(|| SimError::new(format!("measured-kernel data `{name}` is not loaded (fetch it and pass its bytes in)")))
+    }
 }
+
+/// Measured-kernel files among in-memory files are named `kernels/NAME`.
+pub const KERNEL_PREFIX: &str = "kernels/";
 
 /// Parses a trace held in memory; `name` names it in errors.
 pub fn parse_trace(bytes: &[u8], opts: TraceOptions, name: &str) -> Result<Workload, SimError> {
@@ -183,6 +218,7 @@ pub fn build(input: &Input, files: &mut dyn Files, opts: &BuildOptions) -> Resul
         Input::Case(c) => c.config()?,
     };
     cfg.profiles = Profiles::load(&cfg, files)?;
+    cfg.kernels = crate::kernels::KernelSets::load(&mut cfg, files)?;
     let workload = match input {
         Input::Case(c) => files.trace(&c.trace, c.trace_options()?)?,
         Input::Scenario(s) => match &s.workload {

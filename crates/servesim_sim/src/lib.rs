@@ -5,6 +5,7 @@
 pub mod build;
 pub mod cluster;
 mod error;
+pub mod kernels;
 pub mod planner;
 pub mod predict;
 mod queue;
@@ -15,7 +16,7 @@ pub mod sim;
 pub mod sweep;
 pub mod workload;
 
-pub use build::{BuildOptions, DirFiles, Files, Input, Interval, MemFiles, Profiles, build};
+pub use build::{BuildOptions, DirFiles, Files, Input, Interval, KERNEL_PREFIX, MemFiles, Profiles, build, default_kernel_dir};
 pub use error::SimError;
 pub use report::RunReport;
 pub use scenario::{Scenario, SimConfig};

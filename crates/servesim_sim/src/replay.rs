@@ -174,6 +174,8 @@ impl Case {
             seed: r.seed.unwrap_or(42),
             timeseries_interval_ms: r.timeseries_interval_ms.unwrap_or(1000.0),
             profiles: Default::default(),
+            kernels: Default::default(),
+            gpu_hour_usd: None,
             concurrency: r.replay_concurrency,
             slo: Slo { ttft_ms: sla.ttft_ms, itl_ms: sla.itl_ms, e2e_ms: sla.e2e_ms, ..Slo::default() },
             kv_event_lag_ms: r.kv_event_lag_ms.unwrap_or(0.0),

@@ -35,6 +35,10 @@ impl Files for Uploads<'_> {
     fn unnamed_trace(&self) -> Option<&str> {
         Some("trace.jsonl")
     }
+
+    fn kernel_file(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
+        crate::kernels::get(name)
+    }
 }
 
 /// Named columns of equal length.

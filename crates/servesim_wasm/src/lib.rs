@@ -11,6 +11,7 @@
 
 pub mod columns;
 pub mod events;
+pub mod kernels;
 pub mod predict;
 pub mod sweep;
 pub mod tiers;
@@ -50,6 +51,35 @@ fn columns_to_js(cols: &Columns) -> Object {
     obj
 }
 
+/// Hands over a measured-kernel file the page fetched from `data/ais/` (`index.json`,
+/// `models.json`, or a data file the catalog names), once: every later run reads it.
+#[wasm_bindgen(js_name = loadKernelData)]
+pub fn load_kernel_data(name: &str, bytes: &[u8]) {
+    kernels::insert(name, bytes.to_vec());
+}
+
+/// What measured-kernel data exists, as JSON: `{"sets": [{system, backend, version, file,
+/// bytes, gpu_memory_bytes, power_w, loaded}], "systems": {GPU: {framework: [versions, newest
+/// first]}}, "models": [{name, architecture, layers, ...}], "package", "package_version"}`.
+/// Needs `index.json` (and `models.json` for the models) loaded.
+#[wasm_bindgen(js_name = kernelCatalog)]
+pub fn kernel_catalog() -> Result<String, JsError> {
+    serde_json::to_string(&kernels::catalog().map_err(js_err)?).map_err(js_err)
+}
+
+/// The data file (its name in the index) for a GPU and framework, at `version` or the newest.
+#[wasm_bindgen(js_name = kernelFileFor)]
+pub fn kernel_file_for(
+    system: &str,
+    backend: &str,
+    #[wasm_bindgen(unchecked_optional_param_type = "string")] version: Option<String>,
+) -> Result<String, JsError> {
+    let index: serde_json::Value =
+        serde_json::from_str(&String::from_utf8_lossy(&kernels::get(servesim_sim::kernels::INDEX).map_err(js_err)?)).map_err(js_err)?;
+    let set = servesim_sim::kernels::pick_set(&index, system, backend, version.as_deref()).map_err(js_err)?;
+    Ok(set["file"].as_str().unwrap_or_default().to_string())
+}
+
 /// The adapter's version (the workspace version).
 #[wasm_bindgen(js_name = version)]
 pub fn version() -> String {
@@ -87,7 +117,13 @@ pub fn normalize_scenario(json: &str) -> Result<String, JsError> {
 #[wasm_bindgen(js_name = inspectScenario)]
 pub fn inspect_scenario(json: &str) -> Result<String, JsError> {
     let s = Scenario::from_json_str(json).map_err(js_err)?;
-    let config = servesim_sim::report::config::effective(&s).map_err(js_err)?;
+    let config = if s.engine.timing_model.ais().is_some() {
+        let mut no_files = columns::no_files;
+        let mut files = Uploads { trace: None, read: &mut no_files };
+        servesim_sim::report::config::effective_loaded(&s, &mut files).map_err(js_err)?
+    } else {
+        servesim_sim::report::config::effective(&s).map_err(js_err)?
+    };
     serde_json::to_string(&serde_json::json!({"scenario": s, "config": config})).map_err(js_err)
 }
 
@@ -205,8 +241,8 @@ impl Simulation {
         };
         let mut uploads = Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name) };
         let opts = BuildOptions { interval, timeseries: true };
-        let config = servesim_sim::report::config::effective(&scenario).map_err(js_err)?;
-        let sim = build(&Input::Scenario(scenario), &mut uploads, &opts).map_err(js_err)?;
+        let sim = build(&Input::Scenario(scenario.clone()), &mut uploads, &opts).map_err(js_err)?;
+        let config = servesim_sim::report::config::effective_with(&scenario, Some(sim.kernels())).map_err(js_err)?;
         Ok(Simulation { state: State::Running(Box::new(sim)), cancelled: false, last_progress: 0.0, now_ms: 0.0, config })
     }
 

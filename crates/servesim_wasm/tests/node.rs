@@ -149,3 +149,31 @@ fn dynosim_files_map_and_a_recommendation_runs() {
     assert_eq!(ranking[0]["set"]["traffic.load.concurrency"], 8, "more users, more tokens/s");
     assert!(rec.ledger_csv().lines().count() == 5);
 }
+
+/// Measured kernels in the page: the catalog, the file to fetch, and a run whose pass times
+/// equal the native engine's (a case of tests/ais, request by request).
+#[wasm_bindgen_test]
+fn measured_kernel_data_loads_lists_and_runs() {
+    use servesim_wasm::{kernel_catalog, kernel_file_for, load_kernel_data};
+    assert!(kernel_catalog().is_err(), "no index loaded yet");
+    load_kernel_data("index.json", include_bytes!("../../../data/ais/index.json"));
+    load_kernel_data("models.json", include_bytes!("../../../data/ais/models.json"));
+    let file = kernel_file_for("h200_sxm", "vllm", None).map_err(JsValue::from).unwrap();
+    assert_eq!(file, "h200_sxm/vllm-0.24.0.zip");
+    let c: serde_json::Value = serde_json::from_str(&kernel_catalog().map_err(JsValue::from).unwrap()).unwrap();
+    assert_eq!(c["systems"]["b200_sxm"]["trtllm"][0], "1.3.0rc20");
+    assert!(c["models"].as_array().unwrap().iter().any(|m| m["name"] == "Qwen/Qwen3-32B" && m["layers"] == 64));
+    let scenario = r#"{"engine": {"timing_model": {"type": "ais", "model": "Qwen/Qwen3-32B", "system": "h200_sxm"}},
+                        "workload": {"num_requests": 20, "rate_rps": 2}}"#;
+    let e = Simulation::new(scenario, None, None, None).err().unwrap();
+    let msg: String = JsValue::from(e).dyn_into::<js_sys::Error>().unwrap().message().into();
+    assert!(msg.contains("h200_sxm/vllm-0.24.0.zip") && msg.contains("loadKernelData"), "{msg}");
+    load_kernel_data(&file, include_bytes!("../../../data/ais/h200_sxm/vllm-0.24.0.zip"));
+    let listed: serde_json::Value = serde_json::from_str(&kernel_catalog().map_err(JsValue::from).unwrap()).unwrap();
+    assert!(listed["sets"].as_array().unwrap().iter().any(|s| s["file"] == file && s["loaded"] == true));
+    let config: serde_json::Value = serde_json::from_str(&inspect_scenario(scenario).map_err(JsValue::from).unwrap()).unwrap();
+    assert!(config["config"]["pools"][0]["kv_pool"]["kv_tokens"].as_u64().unwrap() > 100_000, "{config}");
+    let sim = run(scenario, None);
+    let summary = sim.summary().map_err(JsValue::from).unwrap();
+    assert_eq!(get(&summary, "completed_requests").as_f64(), Some(20.0));
+}

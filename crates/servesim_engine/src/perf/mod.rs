@@ -5,9 +5,11 @@
 //! `Duration::div_f64`; the reference does exactly this, and near-ties at the nanosecond
 //! decide event order.
 
+pub mod ais;
 pub mod interpolated;
 mod polynomial;
 pub mod roofline;
+pub mod zipfile;
 
 pub use polynomial::Polynomial;
 
@@ -29,6 +31,8 @@ pub enum PerfModel {
     Interpolated(Arc<Profile>),
     /// From the model's shape and the GPU's figures.
     Roofline(Arc<roofline::Roofline>),
+    /// From measured kernels (AIConfigurator's tables).
+    Ais(Arc<ais::AisModel>),
 }
 
 impl PerfModel {
@@ -43,6 +47,7 @@ impl PerfModel {
             PerfModel::Fixed { prefill_ms, .. } => *prefill_ms,
             PerfModel::Interpolated(p) => p.prefill_ms(batch, isl, prefix),
             PerfModel::Roofline(r) => r.prefill_ms(batch, isl, prefix),
+            PerfModel::Ais(m) => m.prefill_ms(batch, isl, prefix),
         }
     }
 
@@ -57,6 +62,7 @@ impl PerfModel {
             PerfModel::Fixed { decode_ms, .. } => *decode_ms,
             PerfModel::Interpolated(p) => p.decode_ms(batch, active_kv),
             PerfModel::Roofline(r) => r.decode_ms(batch, active_kv),
+            PerfModel::Ais(m) => m.decode_ms(batch, active_kv),
         }
     }
 }
@@ -93,6 +99,28 @@ impl PassTimer {
     /// The timer the arguments describe; `profile` is the NPZ profile they name, loaded by the
     /// caller (the engine reads no files).
     pub fn from_args(args: &EngineArgs, profile: Option<&Arc<Profile>>) -> Result<Self, crate::args::ArgsError> {
+        Self::from_args_with(args, profile, None)
+    }
+
+    /// [`PassTimer::from_args`] with the measured-kernel model the arguments name, built by
+    /// the caller from the data file it read.
+    pub fn from_args_with(
+        args: &EngineArgs,
+        profile: Option<&Arc<Profile>>,
+        kernels: Option<&Arc<ais::AisModel>>,
+    ) -> Result<Self, crate::args::ArgsError> {
+        if args.timing_model.ais().is_some() {
+            let Some(m) = kernels else {
+                return Err(crate::args::ArgsError(
+                    "engine.timing_model: the measured-kernel data was not loaded (the caller reads it and passes it in)".into(),
+                ));
+            };
+            let mut timer = PassTimer::new(PerfModel::Ais(m.clone()), args.speedup_ratio, args.decode_speedup_ratio);
+            if let Some(ms) = args.encoder_ms_per_token {
+                timer.encoder_ms_per_token = ms;
+            }
+            return Ok(timer);
+        }
         let model = match (&args.timing_model, args.profile_path()) {
             (_, Some(path)) => match profile {
                 Some(p) => PerfModel::Interpolated(p.clone()),

@@ -179,6 +179,8 @@ pub struct RankSetup {
     pub emit_events: bool,
     /// The NPZ profile the arguments name, loaded by the caller (the engine reads no files).
     pub profile: Option<Arc<Profile>>,
+    /// The measured-kernel model the arguments name, built by the caller from its data file.
+    pub kernels: Option<Arc<crate::perf::ais::AisModel>>,
     /// The worker this rank belongs to, in its pool (a worker-local G3 pool is per worker).
     pub worker: u32,
     /// Offload tiers shared across the pool's ranks (see [`Tiers`]).
@@ -188,6 +190,6 @@ pub struct RankSetup {
 impl RankSetup {
     /// A single-rank worker.
     pub fn single(emit_events: bool) -> Self {
-        RankSetup { dp_rank: 0, dp_size: 1, emit_events, profile: None, worker: 0, tiers: Tiers::default() }
+        RankSetup { dp_rank: 0, dp_size: 1, emit_events, profile: None, kernels: None, worker: 0, tiers: Tiers::default() }
     }
 }

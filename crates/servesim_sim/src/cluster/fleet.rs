@@ -41,6 +41,8 @@ pub(crate) struct Pool {
     /// What its workers run (new workers are built from it), and their timing profile.
     pub launch: LaunchConfig,
     pub profile: Option<Arc<Profile>>,
+    /// The measured-kernel model the engines are timed by, if any.
+    pub kernels: Option<Arc<servesim_engine::perf::ais::AisModel>>,
     /// A new worker takes this long to become ready (ms; Dynamo's `startup_time`).
     pub startup_ms: f64,
     /// Requests held by the router while every target is busy (FCFS), each with the overlaps

@@ -6,6 +6,7 @@
 
 use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
+use crate::kernels::KernelSets;
 use crate::scenario::{Scenario, SimConfig, WorkloadSpec};
 use crate::workload::synthetic::{Arrival, SyntheticSpec};
 use serde_json::{Value, json};
@@ -16,7 +17,57 @@ use servesim_engine::{EngineArgs, LaunchConfig};
 /// `{"total_gpus", "pools": [...], "no_effect": [{"field", "reason"}]}` for a scenario (its
 /// errors are the scenario's own, naming the field).
 pub fn effective(s: &Scenario) -> Result<Value, SimError> {
-    let cfg = s.config()?;
+    effective_with(s, None)
+}
+
+/// [`effective_with`] after loading the measured-kernel models the scenario names through
+/// `files` (no workload is built): the page's live figures for what is on screen.
+pub fn effective_loaded(s: &Scenario, files: &mut dyn crate::build::Files) -> Result<Value, SimError> {
+    let mut cfg = s.config()?;
+    let kernels = KernelSets::load(&mut cfg, files)?;
+    effective_with(s, Some(&kernels))
+}
+
+/// [`effective`] once the run is built: a measured-kernel model's figures (where its timing
+/// comes from, its weights, the KV pool its memory model sized) come from its loaded data.
+pub fn effective_with(s: &Scenario, kernels: Option<&KernelSets>) -> Result<Value, SimError> {
+    let mut cfg = s.config()?;
+    if let Some(k) = kernels {
+        // The loaded run filled what the memory model derives; show those figures.
+        for launch in std::iter::once(&mut cfg.launch).chain(cfg.disagg.iter_mut().flat_map(|d| [&mut d.prefill, &mut d.decode])) {
+            if let (Some(m), None) = (k.get(&launch.engine), launch.engine.num_gpu_blocks) {
+                launch.engine.kv_bytes_per_token.get_or_insert(m.kv_bytes_per_token());
+                if let Some(p) = k.pool(&launch.engine) {
+                    launch.engine.num_gpu_blocks = Some((p.kv_tokens / launch.engine.block_size() as u64).min(u32::MAX as u64) as u32);
+                }
+            }
+        }
+    }
+    let pool = |name: &str, launch: &LaunchConfig, workers: u32| {
+        let mut v = pool(name, launch, workers);
+        if let Some(m) = kernels.and_then(|k| k.get(&launch.engine)) {
+            v["timing"] = json!({
+                "type": "ais",
+                "source": m.source(),
+                "model": m.model_name,
+                "architecture": m.shape.architecture,
+                "system": m.data.meta.system.name,
+                "backend": m.backend_name(),
+                "backend_version": m.data.identity().2,
+                "tp": m.tp,
+                "pp": m.pp,
+                "gemm_quant_mode": m.dtypes.gemm.name(),
+                "kvcache_quant_mode": m.dtypes.kv.name(),
+                "fmha_quant_mode": m.dtypes.fmha.name(),
+                "weight_gib_per_gpu": m.weight_bytes() / (1u64 << 30) as f64,
+                "board_power_w": m.board_power_w(),
+            });
+            if let Some(p) = kernels.and_then(|k| k.pool(&launch.engine)) {
+                v["kv_pool"] = serde_json::to_value(p).unwrap_or(Value::Null);
+            }
+        }
+        v
+    };
     let pools: Vec<Value> = match &cfg.disagg {
         None => vec![pool("aggregated", &cfg.launch, cfg.num_workers)],
         Some(d) => vec![pool("prefill", &d.prefill, d.num_prefill_workers), pool("decode", &d.decode, d.num_decode_workers)],
@@ -64,6 +115,16 @@ pub fn smallest_tp(timing_model: &Value) -> Result<Option<u32>, SimError> {
 fn pool(name: &str, launch: &LaunchConfig, workers: u32) -> Value {
     let e = &launch.engine;
     let block_size = e.block_size();
+    // A measured-kernel pool left unset is sized when the run loads its data.
+    if e.num_gpu_blocks.is_none() && e.timing_model.ais().is_some() {
+        let gpus_per_worker = launch.gpus_per_worker();
+        return json!({
+            "pool": name, "workers": workers, "dp_size": launch.dp_size,
+            "tensor_parallel_size": gpus_per_worker / launch.dp_size.max(1), "gpus_per_worker": gpus_per_worker,
+            "gpus": gpus_per_worker as u64 * workers as u64, "backend": e.backend, "block_size": block_size,
+            "num_gpu_blocks": null, "kv_bytes_per_token": e.kv_bytes_per_token, "timing": timing(&e.timing_model),
+        });
+    }
     let blocks = e.num_gpu_blocks();
     let tokens = blocks as u64 * block_size as u64;
     let gib = e.kv_bytes_per_token.map(|b| (tokens as f64 * b as f64) / (1u64 << 30) as f64);
@@ -89,7 +150,11 @@ fn timing(t: &TimingModel) -> Value {
     match t {
         TimingModel::Polynomial => json!({"type": "polynomial"}),
         TimingModel::Fixed { prefill_ms, decode_ms } => json!({"type": "fixed", "prefill_ms": prefill_ms, "decode_ms": decode_ms}),
-        TimingModel::External { .. } => json!({"type": "external"}),
+        TimingModel::External { provider, .. } if provider != "ais" => json!({"type": "external"}),
+        TimingModel::External { .. } | TimingModel::Ais(_) => {
+            let a = t.ais().expect("ais arguments");
+            json!({"type": "ais", "model": a.model.as_str().unwrap_or("custom"), "system": a.system, "tp": a.tp, "pp": a.pp})
+        }
         TimingModel::Roofline(r) => {
             let name = |m: &ModelRef| match m {
                 ModelRef::Preset(n) => n.clone(),
@@ -123,6 +188,7 @@ fn no_effect(s: &Scenario, cfg: &SimConfig) -> Vec<Value> {
     let disagg = cfg.disagg.is_some();
     match &e.timing_model {
         TimingModel::Roofline(_) => {}
+        t if t.ais().is_some() => {}
         other => {
             let what = match other {
                 TimingModel::Polynomial => "Polynomial timing (an H200 fit)",

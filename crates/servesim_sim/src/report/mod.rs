@@ -172,6 +172,8 @@ pub struct Collector {
     /// Multimodal figures, only for a workload with images (a text-only summary has none of
     /// their keys).
     pub images: Option<Box<ImageStats>>,
+    /// Price of one GPU-hour (USD), when the scenario sets one: the summary adds the cost.
+    pub gpu_hour_usd: Option<f64>,
 }
 
 /// What the vision encoder did for a workload with images.
@@ -378,6 +380,13 @@ impl Collector {
         m.insert("gpu_hours".into(), num(gpu_seconds / 3600.0));
         m.insert("total_gpus".into(), f.total_gpus.into());
         m.insert("gpu_seconds".into(), num(gpu_seconds));
+        if let Some(price) = self.gpu_hour_usd {
+            // Only with a price the user set: servesim knows no GPU prices.
+            let cost = gpu_seconds / 3600.0 * price;
+            m.insert("gpu_hour_usd".into(), num(price));
+            m.insert("cost_usd".into(), num(cost));
+            m.insert("cost_per_million_output_tokens_usd".into(), num(if output > 0 { cost / (output as f64 / 1e6) } else { f64::NAN }));
+        }
         if sla.is_set() {
             m.insert("goodput_completed_requests".into(), good.0.into());
             m.insert("goodput_request_throughput_rps".into(), num(per_s(good.0)));

@@ -8,7 +8,7 @@ pub use crate::report::{Sla, Slo};
 use crate::workload::TraceFormat;
 use crate::workload::synthetic::SyntheticSpec;
 use serde::{Deserialize, Serialize};
-use servesim_engine::WorkerType;
+use servesim_engine::{Backend, WorkerType};
 use servesim_engine::{EngineArgs, LaunchConfig};
 
 /// A fully resolved simulation setup (the workload travels separately).
@@ -29,6 +29,10 @@ pub struct SimConfig {
     pub timeseries_interval_ms: f64,
     /// NPZ profiles the engines name, loaded by `build` (the harness reads no files itself).
     pub profiles: crate::build::Profiles,
+    /// Measured-kernel models the engines name, built by `build` from the data files.
+    pub kernels: crate::kernels::KernelSets,
+    /// Price of one GPU-hour (USD), for the report's cost per million output tokens.
+    pub gpu_hour_usd: Option<f64>,
     /// Closed loop: at most this many sessions in flight (arrivals then come from the load,
     /// not the trace's timestamps).
     pub concurrency: Option<u32>,
@@ -143,6 +147,14 @@ pub struct Scenario {
     /// Seconds a worker added during the run takes to become ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup_time: Option<f64>,
+    /// The share of GPU memory a measured-kernel model's framework takes for weights and KV
+    /// (vLLM's `gpu_memory_utilization`, SGLang's `mem_fraction_static`, TRT-LLM's
+    /// `free_gpu_memory_fraction`); absent: the framework's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_fraction: Option<f64>,
+    /// Price of one GPU-hour (USD): the report then gives the cost per million output tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_hour_usd: Option<f64>,
     /// A planner in the loop (Dynamo's `planner_config` keys).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planner: Option<serde_json::Value>,
@@ -373,7 +385,27 @@ impl Scenario {
         }
     }
 
+    /// One pool's launch configuration around its engine arguments.
+    fn launch(&self, engine: EngineArgs) -> LaunchConfig {
+        let f = self.memory_fraction;
+        let b = engine.backend;
+        LaunchConfig {
+            engine,
+            dp_size: self.dp_size,
+            tensor_parallel_size: self.tensor_parallel_size,
+            startup_time: self.startup_time,
+            gpu_memory_utilization: f.filter(|_| b == Backend::Vllm),
+            mem_fraction_static: f.filter(|_| b == Backend::Sglang),
+            free_gpu_memory_fraction: f.filter(|_| b == Backend::Trtllm),
+        }
+    }
+
     pub fn config(&self) -> Result<SimConfig, SimError> {
+        if let Some(p) = self.gpu_hour_usd
+            && !(p.is_finite() && p >= 0.0)
+        {
+            return Err(SimError::new("gpu_hour_usd must be finite and non-negative"));
+        }
         let (speed, concurrency) = match &self.workload {
             WorkloadSpec::Trace { arrival_speedup_ratio, concurrency, .. } => (*arrival_speedup_ratio, *concurrency),
             WorkloadSpec::Synthetic(s) => (1.0, s.concurrency),
@@ -382,12 +414,7 @@ impl Scenario {
         let c = &self.cluster;
         // What the user left unset, derived (a roofline's KV pool and KV bytes per token).
         let engine = self.engine.resolved()?;
-        let launch = LaunchConfig {
-            engine: engine.clone(),
-            dp_size: self.dp_size,
-            tensor_parallel_size: self.tensor_parallel_size,
-            startup_time: self.startup_time,
-        };
+        let launch = self.launch(engine.clone());
         let disagg = match (c.num_prefill_workers, c.num_decode_workers) {
             (0, 0) => None,
             (p, d) if p > 0 && d > 0 => {
@@ -396,12 +423,11 @@ impl Scenario {
                         Some(e) => e.resolved().map_err(|err| SimError::new(format!("cluster.{name}: {err}")))?,
                         None => engine.clone(),
                     };
-                    Ok::<_, SimError>(LaunchConfig {
-                        engine,
-                        dp_size: dp.unwrap_or(self.dp_size),
-                        tensor_parallel_size: tp.or(self.tensor_parallel_size),
-                        startup_time: startup.or(self.startup_time),
-                    })
+                    let mut launch = self.launch(engine);
+                    launch.dp_size = dp.unwrap_or(self.dp_size);
+                    launch.tensor_parallel_size = tp.or(self.tensor_parallel_size);
+                    launch.startup_time = startup.or(self.startup_time);
+                    Ok::<_, SimError>(launch)
                 };
                 let prefill =
                     pool(&c.prefill_engine, "prefill_engine", (c.prefill_dp_size, c.prefill_tensor_parallel_size, c.prefill_startup_time))?;
@@ -443,6 +469,8 @@ impl Scenario {
             seed: self.seed,
             timeseries_interval_ms: self.timeseries_interval_ms,
             profiles: Default::default(),
+            kernels: Default::default(),
+            gpu_hour_usd: self.gpu_hour_usd,
             concurrency,
             slo: self.slo,
             kv_event_lag_ms: c.kv_event_lag_ms.unwrap_or(0.0),

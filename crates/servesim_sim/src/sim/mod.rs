@@ -31,6 +31,8 @@ mod offload;
 
 pub struct Simulation {
     workload: Workload,
+    /// The measured-kernel models the engines run with (for the report's config).
+    kernels: crate::kernels::KernelSets,
     /// When each request arrives (open or closed loop, sessions).
     driver: Driver,
     fleet: Fleet,
@@ -85,7 +87,9 @@ impl Simulation {
         };
         let mut collector = Collector::new(workload.len());
         collector.images = workload.has_images().then(|| Box::new(ImageStats::new(workload.len())));
+        collector.gpu_hour_usd = cfg.gpu_hour_usd;
         let mut sim = Simulation {
+            kernels: cfg.kernels.clone(),
             driver: Driver::new(&workload, load)?,
             fleet: Fleet::default(),
             handoff: None,
@@ -176,6 +180,7 @@ impl Simulation {
             max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(UNBOUNDED_BATCH_TOKENS, u64::from),
             launch: launch.clone(),
             profile: cfg.profiles.get(&launch.engine),
+            kernels: cfg.kernels.get(&launch.engine),
             startup_ms: launch.startup_time.unwrap_or(0.0) * 1000.0,
             queued: Default::default(),
             tiers,
@@ -194,8 +199,8 @@ impl Simulation {
         let fleet = &mut self.fleet;
         let p = &fleet.pools[pool];
         let id = p.workers.len() as u32;
-        let (role, launch, profile, emit_events, tiers) =
-            (p.role, p.launch.clone(), p.profile.clone(), p.router.wants_kv_events(), p.tiers.clone());
+        let (role, launch, profile, kernels, emit_events, tiers) =
+            (p.role, p.launch.clone(), p.profile.clone(), p.kernels.clone(), p.router.wants_kv_events(), p.tiers.clone());
         let group = fleet.workers.len();
         let start = fleet.ranks.len();
         for (dp, &target) in targets.iter().enumerate() {
@@ -204,6 +209,7 @@ impl Simulation {
                 dp_size: launch.dp_size,
                 emit_events,
                 profile: profile.clone(),
+                kernels: kernels.clone(),
                 worker: id,
                 tiers: tiers.clone(),
             };
@@ -533,6 +539,11 @@ impl Simulation {
     }
 
     /// Ends the run (early, if it is not done: unfinished requests stay pending).
+    /// The measured-kernel models the engines run with, and the KV pools they sized.
+    pub fn kernels(&self) -> &crate::kernels::KernelSets {
+        &self.kernels
+    }
+
     pub fn finish(mut self) -> RunReport {
         self.settle_open_streaks();
         self.flush_idle_events();

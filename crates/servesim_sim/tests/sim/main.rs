@@ -1,6 +1,7 @@
 //! The harness crate's integration tests, one binary: conformance against the reference's
 //! figures, the runs the reference gives up on, time series, routing and the indexer.
 
+mod ais;
 mod common;
 mod conformance;
 mod dynosim;

@@ -111,7 +111,7 @@ impl SglangCore {
         let events = setup.emit_events && cfg.prefix_caching && cfg.worker_type != WorkerType::Decode;
         Ok(SglangCore {
             cache: RadixCache::new(cfg.pages, EventSink::new(events, dp_rank)),
-            timer: PassTimer::from_args(args, setup.profile.as_ref())?,
+            timer: PassTimer::from_args_with(args, setup.profile.as_ref(), setup.kernels.as_ref())?,
             ratio: TokenRatio::new(if dp_size > 1 { sg.schedule_conservativeness * 0.3 } else { sg.schedule_conservativeness }),
 
             cfg,

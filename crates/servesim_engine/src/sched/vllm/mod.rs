@@ -177,7 +177,7 @@ impl VllmCore {
         }
         Ok(VllmCore {
             pool,
-            timer: PassTimer::from_args(args, setup.profile.as_ref())?,
+            timer: PassTimer::from_args_with(args, setup.profile.as_ref(), setup.kernels.as_ref())?,
             cfg,
             dp_rank: setup.dp_rank,
             seqs: Vec::new(),
