@@ -3,7 +3,7 @@
 
 use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
-use crate::report::{Column, Sla, Slo};
+use crate::report::{Column, Slo};
 use crate::scenario::{Disagg, SimConfig};
 use crate::workload::TraceFormat;
 use crate::workload::mooncake::TraceOptions;
@@ -126,8 +126,8 @@ impl Case {
         if r.replay_concurrency == Some(0) {
             return Err(SimError::new("replay.replay_concurrency must be at least 1"));
         }
-        let sla = Sla { ttft_ms: r.sla_ttft_ms, itl_ms: r.sla_itl_ms, e2e_ms: r.sla_e2e_ms };
-        sla.validate("replay.sla_").map_err(SimError::new)?;
+        let slo = Slo { ttft_ms: r.sla_ttft_ms, itl_ms: r.sla_itl_ms, e2e_ms: r.sla_e2e_ms, ..Slo::default() };
+        slo.validate_per_request("replay.sla_").map_err(SimError::new)?;
         if let Some(lag) = r.kv_event_lag_ms {
             if !(lag.is_finite() && lag >= 0.0) {
                 return Err(SimError::new(format!("replay.kv_event_lag_ms must be finite and non-negative, got {lag}")));
@@ -177,7 +177,7 @@ impl Case {
             kernels: Default::default(),
             gpu_hour_usd: None,
             concurrency: r.replay_concurrency,
-            slo: Slo { ttft_ms: sla.ttft_ms, itl_ms: sla.itl_ms, e2e_ms: sla.e2e_ms, ..Slo::default() },
+            slo,
             kv_event_lag_ms: r.kv_event_lag_ms.unwrap_or(0.0),
             max_sim_time_ms: r.max_sim_time_ms,
             scaling: scaling_of(r, disagg_mode)?,

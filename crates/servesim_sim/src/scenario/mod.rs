@@ -4,9 +4,12 @@
 
 use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
-pub use crate::report::{Sla, Slo};
+mod profiles;
+
+pub use crate::report::Slo;
 use crate::workload::TraceFormat;
 use crate::workload::synthetic::SyntheticSpec;
+pub use profiles::Profiles;
 use serde::{Deserialize, Serialize};
 use servesim_engine::{Backend, WorkerType};
 use servesim_engine::{EngineArgs, LaunchConfig};
@@ -28,7 +31,7 @@ pub struct SimConfig {
     /// Window of the time series, in virtual ms.
     pub timeseries_interval_ms: f64,
     /// NPZ profiles the engines name, loaded by `build` (the harness reads no files itself).
-    pub profiles: crate::build::Profiles,
+    pub profiles: Profiles,
     /// Measured-kernel models the engines name, built by `build` from the data files.
     pub kernels: crate::kernels::KernelSets,
     /// Price of one GPU-hour (USD), for the report's cost per million output tokens.

@@ -24,7 +24,7 @@ use servesim_engine::hash::mix64;
 use servesim_engine::kv::offload::Tiers;
 use servesim_engine::kv::{KvEvent, KvEventData, KvTier};
 use servesim_engine::perf::duration_ms;
-use servesim_engine::{Engine, LaunchConfig, Outcome, PassOutput, RankSetup, WorkerType};
+use servesim_engine::{Engine, HandOff, LaunchConfig, Outcome, PassOutput, RankSetup, Scheduler, WorkerType};
 use std::time::Duration;
 
 mod offload;
@@ -484,10 +484,7 @@ impl Simulation {
                 let (input_tokens, output_tokens) = (self.workload.input_length(i as usize), self.workload.rows[i as usize].output_length);
                 self.emit(t, SimEvent::Arrived { request: i, input_tokens, output_tokens });
             }
-            if let Some(h) = &mut self.handoff
-                && h.on_arrival(i, t, &mut self.fleet, &self.workload)
-            {
-                self.apply_decisions();
+            if self.hand_off(|h, fleet, workload, out| h.on_arrival(i, t, fleet, workload, out)) == Some(true) {
                 continue;
             }
             self.admit(Fleet::ENTRY, i);
@@ -528,10 +525,7 @@ impl Simulation {
         if !std::mem::take(&mut self.fleet.ranks[r].idle_pass) {
             return;
         }
-        if let Some(h) = &mut self.handoff {
-            h.idle_pass_reservations(r, t, &mut self.fleet, &self.workload);
-            self.apply_decisions();
-        }
+        self.hand_off(|h, fleet, workload, out| h.idle_pass_reservations(r, t, fleet, workload, out));
         let engine = &mut self.fleet.ranks[r].engine;
         if !engine.has_work() {
             engine.idle_pass();
@@ -643,17 +637,24 @@ impl Simulation {
             let at = self.place_of(rank);
             self.emit(t, SimEvent::TransferEnd { request: i, at });
         }
-        let h = self.handoff.as_mut().expect("transfers happen only in disaggregated serving");
-        h.transfer_done(i, rank, t, &mut self.fleet, &self.workload);
-        self.apply_decisions();
+        let done = self.hand_off(|h, fleet, workload, out| h.transfer_done(i, rank, t, fleet, workload, out));
+        debug_assert!(done.is_some(), "transfers happen only in disaggregated serving");
+    }
+
+    /// Runs `call` on the hand-off (None without one) and carries out what it decided: the
+    /// only way the loop talks to the hand-off's deciding calls, so no decision is left behind.
+    fn hand_off<R>(&mut self, call: impl FnOnce(&mut Handoff, &mut Fleet, &Workload, &mut Vec<Decision>) -> R) -> Option<R> {
+        let h = self.handoff.as_mut()?;
+        let prefill_pool = h.prefill_pool();
+        let mut decided = Vec::new();
+        let result = call(h, &mut self.fleet, &self.workload, &mut decided);
+        self.apply_decisions(prefill_pool, decided);
+        Some(result)
     }
 
     /// Carries out what the hand-off decided, in order.
-    fn apply_decisions(&mut self) {
-        let Some(h) = &mut self.handoff else { return };
-        let prefill_pool = h.prefill_pool();
-        let decisions: Vec<Decision> = h.take_decisions().collect();
-        for d in decisions {
+    fn apply_decisions(&mut self, prefill_pool: usize, decided: Vec<Decision>) {
+        for d in decided {
             match d {
                 Decision::Prefill(i) => self.admit(prefill_pool, i),
                 Decision::Transfer { request, rank, at_ms } => {
@@ -768,10 +769,7 @@ impl Simulation {
             }
         }
         for r in self.fleet.workers[w].ranks.clone() {
-            if let Some(h) = &mut self.handoff {
-                h.at_boundary(r, t, &mut self.fleet, &self.workload);
-                self.apply_decisions();
-            }
+            self.hand_off(|h, fleet, workload, out| h.at_boundary(r, t, fleet, workload, out));
             let rank = &mut self.fleet.ranks[r];
             rank.idle_pass = rank.engine.idle_with_queue();
         }
@@ -835,9 +833,8 @@ impl Simulation {
             }
             match (&f.outcome, role) {
                 (Outcome::Completed, Role::Prefill) => {
-                    let h = self.handoff.as_mut().expect("a prefill pool has a hand-off");
-                    h.on_prefill_done(i, t, &mut self.fleet, &self.workload);
-                    self.apply_decisions();
+                    let done = self.hand_off(|h, fleet, workload, out| h.on_prefill_done(i, t, fleet, workload, out));
+                    debug_assert!(done.is_some(), "a prefill pool has a hand-off");
                 }
                 (Outcome::Completed, _) => self.finish_request(i, Status::Completed, None),
                 (Outcome::Rejected(why), _) => self.finish_request(i, Status::Rejected, Some(why.clone())),

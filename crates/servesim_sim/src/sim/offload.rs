@@ -21,6 +21,7 @@
 
 use super::Simulation;
 use crate::queue::EventKind;
+use servesim_engine::Scheduler;
 use servesim_engine::kv::offload::{G2Domain, G3Stats, Tiers};
 use servesim_engine::perf::duration_ms;
 
