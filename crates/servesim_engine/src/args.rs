@@ -47,6 +47,9 @@ pub enum KvTransferTimingMode {
 }
 
 /// The forward-pass timing model.
+// The roofline's model shape (MoE and MLA fields) makes its variant the large one; the
+// arguments are read once per run, so boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum TimingModel {
@@ -419,7 +422,7 @@ impl LaunchConfig {
     pub fn gpus_per_worker(&self) -> u32 {
         let tp = match (&self.tensor_parallel_size, &self.engine.timing_model) {
             (Some(tp), _) => *tp,
-            (None, TimingModel::Roofline(r)) => r.tp,
+            (None, TimingModel::Roofline(r)) => r.tp * r.attention_dp,
             (None, t) => t.ais().map_or(1, |a| a.tp * a.pp),
         };
         tp * self.dp_size

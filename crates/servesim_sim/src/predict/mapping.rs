@@ -154,26 +154,9 @@ impl Model {
     }
 }
 
-/// The fields of a Hugging Face `config.json` the memory model reads.
+/// The fields of a Hugging Face `config.json` the memory model reads (dense, MoE, MLA).
 fn spec_of_config(c: &Value) -> Option<ModelSpec> {
-    let c = c.get("text_config").filter(|t| t.is_object()).unwrap_or(c);
-    let u = |k: &str| c.get(k).and_then(Value::as_u64).map(|x| x as u32);
-    let experts = u("num_local_experts").or(u("num_experts")).or(u("n_routed_experts")).unwrap_or(0);
-    Some(ModelSpec {
-        num_hidden_layers: u("num_hidden_layers")?,
-        hidden_size: u("hidden_size")?,
-        num_attention_heads: u("num_attention_heads")?,
-        num_key_value_heads: u("num_key_value_heads"),
-        head_dim: u("head_dim"),
-        intermediate_size: u("intermediate_size")?,
-        vocab_size: u("vocab_size")?,
-        dtype: c.get("torch_dtype").and_then(Value::as_str).unwrap_or("bfloat16").to_string(),
-        tie_word_embeddings: c.get("tie_word_embeddings").and_then(Value::as_bool).unwrap_or(false),
-        num_experts: experts,
-        num_experts_per_tok: u("num_experts_per_tok").unwrap_or(0),
-        moe_intermediate_size: u("moe_intermediate_size"),
-        vision: None,
-    })
+    ModelSpec::from_hf_config(c).ok()
 }
 
 /// servesim's GPU preset for an AIConfigurator system name (`h200_sxm` → `h200`).
@@ -341,6 +324,7 @@ fn memory_model(model: &Model, hardware: &str, gpus: u32, fraction: f64, kv_dtyp
         bandwidth_efficiency: 0.8,
         overhead_ms: 0.0,
         gpu_memory_utilization: fraction,
+        attention_dp: 1,
     };
     Roofline::new(&args)
 }
