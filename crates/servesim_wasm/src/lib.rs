@@ -58,6 +58,14 @@ pub fn load_kernel_data(name: &str, bytes: &[u8]) {
     kernels::insert(name, bytes.to_vec());
 }
 
+/// The measured-kernel file (its name in the index) the last call that failed did not find
+/// loaded, once: fetch it, `loadKernelData` it, and call again. `undefined` when the last
+/// failure was of another kind.
+#[wasm_bindgen(js_name = missingKernelData)]
+pub fn missing_kernel_data() -> Option<String> {
+    kernels::take_missing()
+}
+
 /// What measured-kernel data exists, as JSON: `{"sets": [{system, backend, version, file,
 /// bytes, gpu_memory_bytes, power_w, loaded}], "systems": {GPU: {framework: [versions, newest
 /// first]}}, "models": [{name, architecture, layers, ...}], "package", "package_version"}`.

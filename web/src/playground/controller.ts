@@ -56,7 +56,7 @@ export class Playground {
   sweep!: SweepPanel;
 
   constructor(private app: Boot) {
-    this.form = new ConfigForm($<HTMLFormElement>('form'), app.defaults, app.presets, app.engine, () => this.changed());
+    this.form = new ConfigForm($<HTMLFormElement>('form'), app.defaults, app.presets, app.engine, () => this.changed(), app.kernels);
     this.charts = new Charts(document);
   }
 
