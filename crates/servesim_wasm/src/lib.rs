@@ -12,7 +12,6 @@
 pub mod columns;
 pub mod events;
 pub mod kernels;
-pub mod predict;
 pub mod sweep;
 pub mod tiers;
 mod types;

@@ -146,11 +146,16 @@ impl Model {
         if let Some(c) = &self.config {
             return spec_of_config(c);
         }
+        self.preset().and_then(model_preset)
+    }
+
+    /// The roofline preset the model's name names (`meta-llama/Llama-3.1-70B-Instruct` →
+    /// `llama-3.1-70b`).
+    fn preset(&self) -> Option<&'static str> {
         let lower = self.name.to_ascii_lowercase().replace("meta-llama-", "llama-");
         ["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "qwen3-32b", "qwen3-30b-a3b", "mixtral-8x7b", "qwen2.5-vl-7b"]
             .into_iter()
             .find(|p| lower.contains(p))
-            .and_then(model_preset)
     }
 }
 
@@ -392,9 +397,19 @@ fn role(
     cache.finish()?;
 
     let mut t = w.obj("timing")?;
-    let timing_type = t.choice("type", &["default", "fixed", "polynomial"])?.unwrap_or("default");
+    let timing_type = t.choice("type", &["default", "fixed", "polynomial", "roofline"])?.unwrap_or("default");
     let prefill_ms = t.non_negative("prefill_ms")?;
     let decode_ms = t.non_negative("decode_ms")?;
+    // servesim's roofline (`type: roofline`, servesim's own): its efficiencies, if given.
+    let mut roofline_args = Map::new();
+    for k in ["compute_efficiency", "bandwidth_efficiency", "overhead_ms"] {
+        if let Some(x) = t.non_negative(k)? {
+            if timing_type != "roofline" {
+                return Err(t.fail(k, format!("is a roofline figure; `{timing_type}` timing has none")));
+            }
+            roofline_args.insert(k.into(), x.into());
+        }
+    }
     let mut quant = Map::new();
     for k in ["gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode"] {
         if let Some(q) = t.str(k)? {
@@ -420,6 +435,28 @@ fn role(
             }
             if other == "polynomial" {
                 json!({"type": "polynomial"})
+            } else if other == "roofline" {
+                // The roofline on the model's shape (its config.json, else the preset its name
+                // names) and the hardware's figures: the model the memory model sizes KV with.
+                let gpu = gpu_of(hardware).ok_or_else(|| {
+                    t.fail(
+                        "type",
+                        format!("roofline: servesim has no figures for hardware `{hardware}` (it knows a100, l40s, h100, h200, b200)"),
+                    )
+                })?;
+                let model_ref = match (&model.config, model.preset()) {
+                    (None, Some(p)) => Value::from(p),
+                    _ => serde_json::to_value(model.spec().ok_or_else(|| {
+                        t.fail(
+                            "type",
+                            format!("roofline: servesim knows no shape for `{}` (give a directory with its config.json)", model.name),
+                        )
+                    })?)
+                    .map_err(|e| SimError::new(e.to_string()))?,
+                };
+                let mut r = json!({"type": "roofline", "model": model_ref, "gpu": gpu, "tp": tp});
+                r.as_object_mut().expect("an object").extend(roofline_args.clone());
+                r
             } else {
                 // The measured-kernel (AIS) timing on AIConfigurator's data for this system,
                 // framework and version.
