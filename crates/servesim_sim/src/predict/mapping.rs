@@ -603,10 +603,8 @@ fn traffic(
         }
         source.allow(&["range_ratio", "input_tokens", "output_tokens"]);
         source.finish()?;
-        if matches!(format, "agentic_mooncake" | "weka") {
-            return Err(
-                source.refuse("format", format!("`{format}` traces need an agentic execution model (request graphs, plays and lanes)"))
-            );
+        if format == "weka" {
+            return Err(source.refuse("format", "`weka` (Weka/AgentX agent traces) is not read yet; convert it to agentic_mooncake"));
         }
         if format != "dynamo" && paths.len() != 1 {
             return Err(source.fail("paths", format!("trace format '{format}' requires exactly one path")));
@@ -623,18 +621,22 @@ fn traffic(
         if format == "applied_compute_agentic" && load_type != "concurrency" {
             return Err(load.fail("type", "applied_compute_agentic requires concurrency load"));
         }
+        if format == "agentic_mooncake" && load_type != "trace_timestamps" {
+            return Err(load.fail("type", "agentic_mooncake traces run on their own times and dependencies (trace_timestamps load)"));
+        }
         let mut w = json!({"type": "trace", "path": paths[0]});
         if format != "mooncake" {
             w["format"] = format.into();
         }
         w["trace_block_size"] = block_size.unwrap_or(512).into();
-        if format == "dynamo" {
-            // A Dynamo trace carries its own block size (a given one must agree), and an
-            // agentic one (records with `agent_context`) needs what servesim does not have.
+        if matches!(format, "dynamo" | "agentic_mooncake") {
+            // A Dynamo trace and an agentic Mooncake v2 trace carry their own block size (a
+            // given one must agree); an agentic one (a request graph) runs on its times.
             let bytes = files.read(&paths[0]).map_err(|e| source.fail("paths", e))?;
-            let (embedded, agentic) = dynamo_trace_head(&bytes);
-            if agentic {
-                return Err(source.refuse("paths", "an agentic Dynamo trace (records with agent_context) needs an agentic execution model"));
+            let (embedded, agentic) =
+                if format == "dynamo" { dynamo_trace_head(&bytes) } else { (agentic_mooncake_block_size(&bytes), true) };
+            if agentic && load_type != "trace_timestamps" {
+                return Err(load.fail("type", "an agentic trace runs on its own times and dependencies (trace_timestamps load)"));
             }
             if let Some(b) = embedded {
                 if block_size.is_some_and(|given| given as u32 != b) {
@@ -786,6 +788,16 @@ fn traffic(
         }
     }
     Ok(Traffic { workload: w, max_sim_time_ms: None, trace_format: None })
+}
+
+/// The block size an agentic Mooncake trace's v2 header gives (none for legacy rows).
+fn agentic_mooncake_block_size(bytes: &[u8]) -> Option<u32> {
+    let line = bytes.split(|b| *b == b'\n').find(|l| l.iter().any(|c| !c.is_ascii_whitespace()))?;
+    let v: Value = serde_json::from_slice(line).ok()?;
+    if v.get("schema").and_then(Value::as_str) != Some(crate::workload::agentic::mooncake::SCHEMA) {
+        return None;
+    }
+    v.get("block_size").and_then(Value::as_u64).map(|b| b as u32)
 }
 
 /// The block size a Dynamo request trace records (its first `request_end` record's), and
