@@ -425,7 +425,7 @@ impl LaunchConfig {
         let tp = match (&self.tensor_parallel_size, &self.engine.timing_model) {
             (Some(tp), _) => *tp,
             (None, TimingModel::Roofline(r)) => r.tp * r.attention_dp,
-            (None, t) => t.ais().map_or(1, |a| a.tp * a.pp),
+            (None, t) => t.ais().map_or(1, |a| a.gpus()),
         };
         tp * self.dp_size
     }
