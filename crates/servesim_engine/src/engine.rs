@@ -1,12 +1,13 @@
 //! The engine a harness holds: the core of the configured backend, behind the contract in
 //! `sched/contract.rs` ([`Scheduler`], [`HandOff`]), whose pass output is in
 //! `sched/output.rs`. A core has no clock: `step` computes a pass and says how long it takes;
-//! the harness owns time and applies the pass's effects at its end.
+//! the harness owns time, applies the pass's effects at its end, and tells a core whose
+//! connector runs transfers (`TransferClock`) the time of each pass and each deadline.
 
 use crate::args::{ArgsError, Backend, EngineArgs};
 use crate::kv::KvEvent;
 use crate::metrics::RankMetrics;
-use crate::sched::contract::{HandOff, KvBlocks, RankSetup, Scheduler};
+use crate::sched::contract::{HandOff, KvBlocks, RankSetup, Scheduler, TransferClock};
 use crate::sched::output::{Finished, PassOutput, Reservation};
 use crate::sched::sglang::SglangCore;
 use crate::sched::vllm::VllmCore;
@@ -110,26 +111,11 @@ impl Scheduler for Engine {
     fn take_open_streaks(&mut self) -> Vec<(u64, u32)> {
         dispatch!(self, c => c.take_open_streaks())
     }
-    fn has_offload(&self) -> bool {
-        dispatch!(self, c => c.has_offload())
+    fn transfers(&self) -> Option<&dyn TransferClock> {
+        dispatch!(self, c => c.transfers())
     }
-    fn set_pass_time(&mut self, now_ms: f64) {
-        dispatch!(self, c => c.set_pass_time(now_ms))
-    }
-    fn pass_boundary(&mut self, end_ms: f64, events: &mut Vec<KvEvent>) {
-        dispatch!(self, c => c.pass_boundary(end_ms, events))
-    }
-    fn settle_transfers(&mut self, now_ms: f64, events: &mut Vec<KvEvent>) {
-        dispatch!(self, c => c.settle_transfers(now_ms, events))
-    }
-    fn next_transfer_deadline(&self) -> Option<f64> {
-        dispatch!(self, c => c.next_transfer_deadline())
-    }
-    fn transfers_pending(&self) -> bool {
-        dispatch!(self, c => c.transfers_pending())
-    }
-    fn retry_at_once(&self) -> bool {
-        dispatch!(self, c => c.retry_at_once())
+    fn transfers_mut(&mut self) -> Option<&mut dyn TransferClock> {
+        dispatch!(self, c => c.transfers_mut())
     }
 }
 
