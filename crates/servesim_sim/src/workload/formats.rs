@@ -374,6 +374,31 @@ mod tests {
         assert!(e.0.contains("trace_block_size 16 does not match the trace's own block size 4"), "{e}");
     }
 
+    /// The shipped agentic Dynamo fixture: the tool event names the child session's spawner
+    /// (`parent-source`, on dispatch) and consumer (`parent-consumer`, joining the child's last
+    /// request); each session is a chain; the gaps are the recorded ones.
+    #[test]
+    fn agentic_dynamo_records_become_a_graph() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/dynosim-unified-cli/components/src/dynamo/replay/tests/e2e/configs/unified_cli/fixtures/traces/dynamo-agentic.jsonl"
+        ))
+        .unwrap();
+        let w = read(&text, TraceFormat::Dynamo, TraceOptions::open(4)).unwrap();
+        let g = w.graph.as_deref().unwrap();
+        assert_eq!(g.request_ids, ["child-first", "child-last", "parent-consumer", "parent-source"]);
+        assert_eq!(g.num_dependencies, [1, 1, 2, 0]);
+        assert_eq!(g.plays[0].name, "dynamo-play:parent-source");
+        let e = |target, delay_ms| agentic::Edge { target, delay_ms };
+        assert_eq!(g.on_dispatch[3], [e(0, 20.0)]);
+        assert_eq!(g.on_completion[3], [e(2, 90.0)]);
+        assert_eq!(g.on_completion[0], [e(1, 20.0)]);
+        assert_eq!(g.on_completion[1], [e(2, 40.0)]);
+        let mixed = text.replacen(r#","agent_context":{"session_id":"parent"}"#, "", 1);
+        let err = read(&mixed, TraceFormat::Dynamo, TraceOptions::open(4)).unwrap_err();
+        assert!(err.0.contains("cannot mix requests with and without agent_context"), "{err}");
+    }
+
     #[test]
     fn format_names() {
         assert_eq!(TraceFormat::parse("mooncake_delta"), Ok(TraceFormat::MooncakeDelta));

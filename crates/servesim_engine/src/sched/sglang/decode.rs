@@ -109,6 +109,13 @@ fn emit_tokens(core: &mut SglangCore, set: &mut Vec<u32>) {
     let mut finished = Vec::new();
     while k < set.len() {
         let s = set[k];
+        if core.req(s).remaining_output() == 0 {
+            // A transferred request that asked for no output: it leaves with this step, and
+            // samples nothing (a disaggregated decode worker; the reference's too).
+            set.remove(k);
+            finished.push(s);
+            continue;
+        }
         let grow = step_pages(core, s);
         let r = core.req_mut(s);
         r.private_pages += grow;
