@@ -88,6 +88,7 @@ pub(crate) fn mul_fold(a: u64, b: u64) -> u64 {
 /// `__multi3` call (seen in the profile); hiding one limb from the optimiser keeps the four
 /// native 64-bit multiplies.
 #[inline(always)]
+#[cfg_attr(target_pointer_width = "64", allow(dead_code))] // 64-bit targets: tests only
 pub(crate) fn mul_fold_limbs(a: u64, b: u64) -> u64 {
     let (a0, a1) = (a & 0xFFFF_FFFF, std::hint::black_box(a >> 32));
     let (b0, b1) = (b & 0xFFFF_FFFF, b >> 32);
