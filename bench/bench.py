@@ -30,8 +30,8 @@ ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--large", action="store_true", help="also the 200,000-request workload")
 ap.add_argument("--million", action="store_true", help="also stream 1,000,000 requests (native, memory)")
 ap.add_argument("--bin", default=os.path.join(root, "target/release/servesim"))
-ap.add_argument("--long-hour", default=os.path.join(root, "../shared/conformance/cases/long-hour-rr8.json"),
-                help="the long-hour case (skipped when the file is missing)")
+ap.add_argument("--long-hour", help="the long-hour case (default: the shared conformance corpus beside the "
+                "repository or its worktree; skipped when missing)")
 ap.add_argument("--only", help="comma-separated workload names to run")
 a = ap.parse_args()
 os.makedirs(data, exist_ok=True)
@@ -118,8 +118,9 @@ def same_requests(ref_rows, ours_rows):
 workloads = [("one-20k", 20_000, 1, 65536), ("rr4-20k", 20_000, 4, 16384)]
 if a.large:
     workloads.append(("one-200k", 200_000, 1, 65536))
-long_hour = os.path.abspath(a.long_hour)
-if os.path.exists(long_hour):
+candidates = [a.long_hour] if a.long_hour else [os.path.join(root, up, "shared/conformance/cases/long-hour-rr8.json") for up in ("..", "../..")]
+long_hour = next((os.path.abspath(c) for c in candidates if os.path.exists(c)), None)
+if long_hour:
     workloads.append(("long-hour-rr8", 12_000, 8, None))
 if a.only:
     workloads = [w for w in workloads if w[0] in a.only.split(",")]
