@@ -125,6 +125,57 @@ fn every_shipped_predict_file_runs_as_the_reference_does_or_is_refused_by_field(
     assert_eq!((ran, refused), (10, 3));
 }
 
+/// servesim's variants of the shipped files (`tests/dynosim-unified-cli/variants/`), where the
+/// measured prefill-load model decides routes: each request as the reference's, once its
+/// figures are stored (`reference.py --write` with the AIS oracle).
+#[test]
+fn the_variants_run_as_the_reference_does() {
+    let figures: Value = serde_json::from_str(&std::fs::read_to_string(root().join("reference-figures.json")).unwrap()).unwrap();
+    let dir = root().join("variants");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    let mut checked = 0;
+    for path in paths {
+        let name = format!("variants/{}", path.file_name().unwrap().to_string_lossy());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut files = PathFiles { bases: vec![root()], kernels: servesim_sim::default_kernel_dir() };
+        let m = predict::predict(&text, &name, &[], &mut files).unwrap_or_else(|e| panic!("{e}"));
+        let report =
+            build(&Input::Scenario(m.scenario), &mut files, &BuildOptions { timeseries: false, ..Default::default() }).unwrap().run();
+        let s = report.summary();
+        assert_eq!(s["completed_requests"], s["num_requests"], "{name}");
+        let theirs = &figures["files"][&name];
+        if !theirs.is_object() {
+            continue;
+        }
+        let mut ours: Vec<(i64, i64)> = report
+            .collector
+            .records
+            .iter()
+            .filter_map(|r| Some(((r.first_token_ms? * 1e4).round() as i64, (r.end_ms? * 1e4).round() as i64)))
+            .collect();
+        // Times from the first arrival, as the shipped files' comparison.
+        let first = report.collector.records.iter().map(|r| r.arrival_ms).fold(f64::INFINITY, f64::min);
+        let shift = (first * 1e4).round() as i64;
+        ours.iter_mut().for_each(|r| *r = (r.0 - shift, r.1 - shift));
+        let mut ref_rows: Vec<(i64, i64)> = theirs["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| !r[1].is_null())
+            .map(|r| ((r[1].as_f64().unwrap() * 1e4).round() as i64, (r[2].as_f64().unwrap() * 1e4).round() as i64))
+            .collect();
+        ours.sort();
+        ref_rows.sort();
+        assert_eq!(ours.len(), ref_rows.len(), "{name}");
+        for (a, b) in ours.iter().zip(&ref_rows) {
+            assert!((a.0 - b.0).abs() <= 100 && (a.1 - b.1).abs() <= 100, "{name}: {a:?} vs the reference's {b:?} (1e-4 ms)");
+        }
+        checked += 1;
+    }
+    println!("variants checked against the reference: {checked}");
+}
+
 /// Runs a recommend file's search to its end on one thread, as the CLI does.
 fn recommend(path: &Path, sets: &[&str]) -> Search {
     let text = std::fs::read_to_string(path).unwrap();
