@@ -26,6 +26,8 @@ pub struct KernelSets {
     models: BTreeMap<String, Arc<AisModel>>,
     /// The KV-pool arithmetic of pools whose pool the memory model sized, by the same key.
     pub pools: BTreeMap<String, KvPool>,
+    /// The KV router's prefill-load estimate (`ais_perf_config`).
+    pub router: Option<Arc<AisModel>>,
 }
 
 fn key(engine: &EngineArgs) -> Option<String> {
@@ -100,17 +102,33 @@ impl KernelSets {
     /// unset KV pools and KV bytes per token.
     pub fn load(cfg: &mut SimConfig, files: &mut dyn Files) -> Result<KernelSets, SimError> {
         let mut sets = KernelSets::default();
+        let mut index: Option<Value> = None;
+        let mut models: Option<Value> = None;
+        let mut data: BTreeMap<String, Arc<KernelData>> = BTreeMap::new();
+        if let Some(m) = &cfg.ais_perf_config {
+            // The router's estimate: its framework defaults to that of the engines whose
+            // prompts it places (the prefill pool's when disaggregated).
+            let field = |e: String| SimError::new(format!("cluster.ais_perf_config.{e}"));
+            let args = AisArgs::from_map(m).map_err(field)?;
+            let engine = cfg.disagg.as_ref().map_or(&cfg.launch.engine, |d| &d.prefill.engine);
+            let bytes = files.kernel_file(INDEX)?;
+            let idx: Value = serde_json::from_str(&String::from_utf8_lossy(&bytes))
+                .map_err(|e| SimError::new(format!("measured-kernel {INDEX}: {e}")))?;
+            let model = build_model(&args, engine, &idx, &mut models, &mut data, files).map_err(|e| match e {
+                Built::Field(e) => field(e),
+                Built::File(e) => e,
+            })?;
+            index = Some(idx);
+            sets.router = Some(Arc::new(model));
+        }
         let mut launches: Vec<(&str, &mut LaunchConfig)> = vec![("", &mut cfg.launch)];
         if let Some(d) = &mut cfg.disagg {
             launches.push(("cluster.prefill_engine.", &mut d.prefill));
             launches.push(("cluster.decode_engine.", &mut d.decode));
         }
-        if !launches.iter().any(|(_, l)| l.engine.timing_model.ais().is_some()) {
+        if !launches.iter().any(|(_, l)| l.engine.timing_model.ais().is_some()) && cfg.ais_perf_config.is_none() {
             return Ok(sets);
         }
-        let mut index: Option<Value> = None;
-        let mut models: Option<Value> = None;
-        let mut data: BTreeMap<String, Arc<KernelData>> = BTreeMap::new();
         for (at, launch) in launches {
             let Some(args) = launch.engine.timing_model.ais().map(|a| a.into_owned()) else { continue };
             let k = key(&launch.engine).expect("an ais timing model");

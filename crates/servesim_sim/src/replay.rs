@@ -79,6 +79,10 @@ pub struct ReplayArgs {
     /// The planner in the loop (Dynamo's `PlannerConfig` keys).
     #[serde(default)]
     pub planner_config: Option<serde_json::Value>,
+    /// The KV router's measured prefill-load estimate (with `router_config`'s
+    /// `router_prefill_load_model: ais`): the AIS timing model's fields.
+    #[serde(default)]
+    pub ais_perf_config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Case {
@@ -189,6 +193,7 @@ impl Case {
             kv_event_lag_ms: r.kv_event_lag_ms.unwrap_or(0.0),
             max_sim_time_ms: r.max_sim_time_ms,
             scaling: scaling_of(r, disagg_mode)?,
+            ais_perf_config: r.ais_perf_config.clone(),
         };
         cfg.validate()?;
         Ok(cfg)

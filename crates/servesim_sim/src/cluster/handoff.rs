@@ -231,7 +231,7 @@ impl Handoff {
         let placement = p.router.route(&RouteQuery { id: i as u64, now_ms: t, prompt_tokens: req.prompt.len(), block_hashes: &hashes });
         // A prompt no decode pool holds fails only once routed (a round-robin turn is spent).
         if req.prompt.len().div_ceil(p.block_size) > p.launch.engine.num_gpu_blocks() {
-            p.router.free(i as u64);
+            p.router.free(i as u64, t);
             self.fail(i, t, fleet, workload, out);
             return;
         }

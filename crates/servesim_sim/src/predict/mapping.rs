@@ -11,6 +11,7 @@ use crate::build::Files;
 use crate::report::Slo;
 use crate::scenario::Scenario;
 use serde_json::{Map, Value, json};
+use servesim_engine::EngineArgs;
 use servesim_engine::perf::roofline::{GpuRef, ModelRef, ModelSpec, Roofline, RooflineArgs, model_preset};
 
 /// A predict file as servesim runs it.
@@ -98,6 +99,12 @@ pub fn scenario_json(doc: &Node, src: &str, files: &mut dyn Files) -> Result<Unv
     if let Some(cfg) = router.config {
         s["cluster"]["router_config"] = cfg;
     }
+    if router.measured_load {
+        // As the reference's router adapter: the prompt-side pool's model (the prefill
+        // workers' when disaggregated).
+        s["cluster"]["router_config"]["router_prefill_load_model"] = "ais".into();
+        s["cluster"]["ais_perf_config"] = engine.roles[0].ais_perf_config.clone();
+    }
     s["workload"] = traffic.workload;
     if let Some(t) = traffic.max_sim_time_ms {
         s["max_sim_time_ms"] = t.into();
@@ -123,6 +130,10 @@ struct Role {
     engine: Value,
     block_size: u32,
     num_gpu_blocks: Option<u64>,
+    /// The role's measured-kernel model (the KV router's prefill-load estimate reads it).
+    ais_perf_config: Value,
+    /// Timed by the measured kernels (`timing` absent or of type `default`).
+    measured: bool,
 }
 
 struct Engine {
@@ -229,8 +240,37 @@ fn engine(e: &mut Obj, files: &mut dyn Files, derived: &mut Map<String, Value>) 
         w.finish()?;
     }
     workers.finish()?;
-    // The memory model: a pool the file leaves at `capacity.type: default`.
+    // The memory model: a pool the file leaves at `capacity.type: default`. Under the
+    // measured timing, AIConfigurator's (as the reference sizes it from the same estimator
+    // identity); else servesim's own from the model's shape and the GPU.
     for r in &mut roles {
+        if r.num_gpu_blocks.is_none() && r.measured {
+            let fraction = r.engine["__memory_fraction"].as_f64().unwrap_or(0.9);
+            let path = format!("engine.workers.{}.kv_cache.capacity", r.name);
+            let mut bare = r.engine.clone();
+            if let Some(o) = bare.as_object_mut() {
+                o.retain(|k, _| !k.starts_with("__"));
+            }
+            let args =
+                EngineArgs::from_json(&bare).map_err(|err| error_at(e.src(), 0, &format!("engine.workers.{}.timing", r.name), err.0))?;
+            let ais = crate::kernels::model_for(&args, files)
+                .map_err(|err| error_at(e.src(), 0, &format!("engine.workers.{}.timing", r.name), err.0))?;
+            let max_tokens = r.engine["max_num_batched_tokens"].as_u64().unwrap_or(8192);
+            let pool = ais.kv_pool(max_tokens, fraction).map_err(|why| error_at(e.src(), 0, &path, why))?;
+            let blocks = pool.kv_tokens / r.block_size as u64;
+            if blocks == 0 {
+                return Err(error_at(
+                    e.src(),
+                    0,
+                    &path,
+                    format!("the model's weights and buffers leave no room for a KV cache on {} × {hardware}", r.tp * r.pp),
+                ));
+            }
+            r.num_gpu_blocks = Some(blocks);
+            r.engine["num_gpu_blocks"] = blocks.into();
+            derived.insert(format!("{}.num_gpu_blocks", r.name), blocks.into());
+            derived.insert(format!("{}.kv_pool", r.name), serde_json::to_value(&pool).unwrap_or_default());
+        }
         if r.num_gpu_blocks.is_none() {
             let fraction = r.engine["__memory_fraction"].as_f64().unwrap_or(0.9);
             let kv_dtype = r.engine["__kv_dtype"].as_str().unwrap_or("auto").to_string();
@@ -334,6 +374,36 @@ fn memory_model(model: &Model, hardware: &str, gpus: u32, fraction: f64, kv_dtyp
     Roofline::new(&args)
 }
 
+/// The measured timing's precision fields under `engine.workers.<role>.timing` and the names
+/// AIConfigurator 0.12 gives their modes (`common.GEMMQuantMode`, …); whether the measured
+/// timing has a mode's kernels is the timing model's to say.
+const QUANT_MODES: &[(&str, &[&str])] = &[
+    (
+        "gemm_quant_mode",
+        &["bfloat16", "int8_wo", "int4_wo", "fp8", "fp8_static", "sq", "fp8_block", "fp8_ootb", "nvfp4", "nvfp4_wo", "w4a16_nvfp4"],
+    ),
+    (
+        "moe_quant_mode",
+        &[
+            "bfloat16",
+            "fp8",
+            "int4_wo",
+            "fp8_block",
+            "w4afp8",
+            "nvfp4",
+            "nvfp4_wo",
+            "w4a16_mxfp4",
+            "w4a8_mxfp4_mxfp8",
+            "w4a8_mxfp4_mxfp8_trtllm",
+            "w4a16_mxfp4_cutlass",
+            "w4a16_nvfp4",
+        ],
+    ),
+    ("kvcache_quant_mode", &["bfloat16", "int8", "fp8"]),
+    ("fmha_quant_mode", &["bfloat16", "float16", "fp8", "fp8_block"]),
+    ("comm_quant_mode", &["half", "int8", "fp8"]),
+];
+
 #[allow(clippy::too_many_arguments)]
 fn role(
     w: &mut Obj,
@@ -411,14 +481,39 @@ fn role(
         }
     }
     let mut quant = Map::new();
-    for k in ["gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode"] {
+    for &(k, names) in QUANT_MODES {
         if let Some(q) = t.str(k)? {
             if timing_type != "default" {
                 return Err(t.fail(k, format!("sets the measured timing's precision; `{timing_type}` timing has none")));
             }
+            // The reference's reading: `auto` / `none` / empty is the model's own precision,
+            // `int4` is `int4_wo`; anything else must be one of AIConfigurator's names.
+            let q = match q.trim() {
+                "" | "auto" | "none" | "null" => continue,
+                "int4" => "int4_wo",
+                q => q,
+            };
+            if !names.contains(&q) {
+                return Err(t.fail(k, format!("unknown mode `{q}` (AIConfigurator's names: {})", names.join(", "))));
+            }
             quant.insert(k.into(), q.into());
         }
     }
+    // The measured-kernel (AIS) timing on AIConfigurator's data for this system, framework
+    // and version: the role's timing by default, and the KV router's prefill-load estimate
+    // (`router.prefill_load_model.type: ais`) whatever the role's timing.
+    let mut ais = json!({
+        "type": "ais",
+        "model": model.config.clone().unwrap_or_else(|| model.name.clone().into()),
+        "system": hardware,
+        "backend": backend,
+        "tp": tp,
+        "pp": pp,
+    });
+    if let Some(v) = backend_version {
+        ais["backend_version"] = v.into();
+    }
+    ais.as_object_mut().expect("an object").extend(quant.clone());
     let timing = match timing_type {
         "fixed" => {
             let (Some(p), Some(d)) = (prefill_ms, decode_ms) else {
@@ -458,21 +553,7 @@ fn role(
                 r.as_object_mut().expect("an object").extend(roofline_args.clone());
                 r
             } else {
-                // The measured-kernel (AIS) timing on AIConfigurator's data for this system,
-                // framework and version.
-                let mut ais = json!({
-                    "type": "ais",
-                    "model": model.config.clone().unwrap_or_else(|| model.name.clone().into()),
-                    "system": hardware,
-                    "backend": backend,
-                    "tp": tp,
-                    "pp": pp,
-                });
-                if let Some(v) = backend_version {
-                    ais["backend_version"] = v.into();
-                }
-                ais.as_object_mut().expect("an object").extend(quant.clone());
-                ais
+                ais.clone()
             }
         }
     };
@@ -514,7 +595,13 @@ fn role(
         _ => "auto",
     }
     .into();
-    Ok(Role { name, replicas, tp, pp, dp, startup, engine, block_size, num_gpu_blocks })
+    let mut ais_perf_config = ais;
+    if let Some(o) = ais_perf_config.as_object_mut() {
+        o.remove("type");
+        o.insert("worker_type".into(), if name == "aggregated" { "aggregated" } else { name }.into());
+    }
+    let measured = timing_type == "default";
+    Ok(Role { name, replicas, tp, pp, dp, startup, engine, block_size, num_gpu_blocks, ais_perf_config, measured })
 }
 
 struct Traffic {
@@ -822,6 +909,9 @@ fn dynamo_trace_head(bytes: &[u8]) -> (Option<u32>, bool) {
 struct Router {
     mode: &'static str,
     config: Option<Value>,
+    /// `prefill_load_model.type: ais`: the prompt-side load decays with the measured
+    /// kernels' expected prefill time.
+    measured_load: bool,
 }
 
 fn router(r: &mut Obj) -> Result<Router, SimError> {
@@ -844,17 +934,12 @@ fn router(r: &mut Obj) -> Result<Router, SimError> {
         if load_model != "none" || !set.is_empty() {
             return Err(r.fail_here(format!("round_robin requires prefill_load_model.type='none' and rejects KV-router knobs {set:?}")));
         }
-        return Ok(Router { mode: "round_robin", config: None });
-    }
-    if load_model != "none" {
-        return Err(model.refuse(
-            "type",
-            format!("`{load_model}` (a prefill-load estimate from the measured kernels) is not in its KV router; use none"),
-        ));
+        return Ok(Router { mode: "round_robin", config: None, measured_load: false });
     }
     let [credit, scale, temperature] = values;
     Ok(Router {
         mode: "kv_router",
+        measured_load: load_model != "none",
         config: Some(json!({
             "overlap_score_credit": credit.unwrap_or(1.0),
             "prefill_load_scale": scale.unwrap_or(1.0),
@@ -1169,15 +1254,33 @@ pub fn from_scenario(s: &Scenario, model: &str, hardware: &str) -> Result<Value,
         overlap_score_credit: r.overlap_score_credit,
         prefill_load_scale: r.prefill_load_scale,
         router_temperature: r.router_temperature,
+        router_prefill_load_model: r.router_prefill_load_model,
         ..Default::default()
     };
     if *r != knobs_only {
-        return cannot("cluster.router_config", "its router has overlap_score_credit, prefill_load_scale and temperature only");
+        return cannot(
+            "cluster.router_config",
+            "its router has overlap_score_credit, prefill_load_scale, temperature and the prefill-load model only",
+        );
+    }
+    let measured_load = r.router_prefill_load_model == crate::cluster::PrefillLoadModel::Ais;
+    if let Some(a) = &cfg.ais_perf_config {
+        // The file's router estimate times the file's model on its hardware, at the prompt
+        // workers' parallelism and precision.
+        let prompt = cfg.disagg.as_ref().map_or(&cfg.launch, |d| &d.prefill);
+        let tp = prompt.tensor_parallel_size.unwrap_or(1) as u64;
+        let same = a.get("system").and_then(Value::as_str) == Some(hardware)
+            && a.get("tp").and_then(Value::as_u64).unwrap_or(1) * a.get("pp").and_then(Value::as_u64).unwrap_or(1) == tp
+            && a.keys().all(|k| ["model", "system", "backend", "backend_version", "tp", "pp", "worker_type"].contains(&k.as_str()));
+        if !same {
+            return cannot("cluster.ais_perf_config", "its router estimate is the prompt workers' own model, hardware and parallelism");
+        }
     }
     let mut out = json!({"traffic": traffic, "engine": engine});
     if cfg.router_mode == crate::cluster::RouterMode::KvRouter {
         let r = &cfg.router_config;
-        out["router"] = json!({"policy": "kv_router", "prefill_load_model": {"type": "none"}, "overlap_score_credit": r.overlap_score_credit,
+        out["router"] = json!({"policy": "kv_router", "prefill_load_model": {"type": if measured_load { "ais" } else { "none" }},
+                               "overlap_score_credit": r.overlap_score_credit,
                                "prefill_load_scale": r.prefill_load_scale, "temperature": r.router_temperature});
     } else if cfg.router_mode != crate::cluster::RouterMode::RoundRobin {
         return cannot("cluster.router_mode", "its router policies are round_robin and kv_router");

@@ -166,6 +166,13 @@ impl Simulation {
             // A disaggregated decode pool's KV events do not reach its router: it places by load.
             router = router.without_kv_events();
         }
+        if let Some(m) = cfg.kernels.router.clone() {
+            // The `ais` prefill-load model: one request's prefill of the uncached tokens.
+            router = router.with_prefill_estimate(std::sync::Arc::new(move |new, prefix| {
+                let ms = m.prefill_ms(1, new + prefix, prefix);
+                std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0).as_nanos().min(u64::MAX as u128) as u64
+            }));
+        }
         let tiers = Tiers::for_pool(&launch.engine, workers);
         if let Some(all) = &mut self.offload {
             all.push(tiers.clone());
@@ -495,7 +502,7 @@ impl Simulation {
     /// busy or others wait before it.
     fn admit(&mut self, pool: usize, i: u32) {
         let p = &self.fleet.pools[pool];
-        if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
+        if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens, self.now_ms) {
             self.enqueue(pool, i);
         } else {
             self.route(pool, i, None);
@@ -829,7 +836,7 @@ impl Simulation {
                 let last = if f.outcome == Outcome::Completed { t } else { prev_end };
                 self.collector.steady_tokens(i, f.steady_tokens, last);
             }
-            self.fleet.pools[pool].router.free(f.id);
+            self.fleet.pools[pool].router.free(f.id, t);
             if role == Role::Aggregated && self.fleet.pools[pool].args().worker_type == WorkerType::Prefill {
                 // A prefill-type engine outside a disaggregated pool: nothing takes its KV.
                 self.fleet.release_source(r, f.id, t);
@@ -849,7 +856,7 @@ impl Simulation {
         self.fleet.ranks[r].pending = out;
         // Lifecycle edges may have freed a target: dispatch the router's queue.
         while !self.fleet.pools[pool].queued.is_empty()
-            && !self.fleet.pools[pool].router.all_busy(self.fleet.pools[pool].max_num_batched_tokens)
+            && !self.fleet.pools[pool].router.all_busy(self.fleet.pools[pool].max_num_batched_tokens, t)
         {
             let (i, overlaps) = self.fleet.pools[pool].queued.pop_front().expect("non-empty");
             self.route(pool, i, Some(&overlaps));
@@ -873,7 +880,7 @@ impl Simulation {
             let (gap, ttft) = self.collector.token(id as u32, t);
             if let Some(ttft) = ttft {
                 self.recorder.first_token(t, ttft);
-                self.fleet.pools[pool].router.prefill_done(id);
+                self.fleet.pools[pool].router.prefill_done(id, t);
                 if self.event_sink.is_some() {
                     let at = self.place_of(r);
                     self.emit(t, SimEvent::FirstToken { request: id as u32, at, ttft_ms: ttft });
