@@ -500,7 +500,10 @@ export class SearchPanel {
     const result = this.lastResult;
     const ok = (t: Tried) => t.summary !== undefined && meets(spec.slo, t.summary);
     const rows = [...this.tried].sort((a, b) => (a.proposed.gpus ?? Infinity) - (b.proposed.gpus ?? Infinity) || a.proposed.id - b.proposed.id);
-    this.renderTable(rows, ok);
+    // While candidates run only the answer so far is redrawn (a line); the table, a row per
+    // candidate, is drawn once, at the end.
+    if (result) this.renderTable(rows, ok);
+    else (this.table.tBodies[0] as HTMLTableSectionElement).replaceChildren();
     if (!result) {
       const found = rows.filter(ok);
       const first = found[0];
