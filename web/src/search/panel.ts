@@ -463,7 +463,7 @@ export class SearchPanel {
     this.status.dataset.candidates = String(result.tried.size);
     this.setStatus(
       'done',
-      `Done: ${result.tried.size} candidates in ${secs.toFixed(1)} s on ${search.runners} workers (${result.info.exhaustive ? 'every point of the space' : `a model-based search of ${result.info.space_points ?? '∞'} points`})`,
+      `Done: ${result.tried.size} candidates in ${secs.toFixed(1)} s on ${search.runners} workers (${result.info.exhaustive ? 'every point of the space' : `a model-based search in a space of ${result.info.space_points === null ? 'unbounded size' : `${result.info.space_points.toLocaleString('en-US')} points`}`})`,
     );
   }
 
