@@ -10,6 +10,7 @@ import './search.css';
 import type { Presets } from '../engine/protocol';
 import type { JsonObject } from '../scenario/json';
 import { getPath } from '../scenario/json';
+import { broken } from '../sweep/spec';
 import { el } from '../ui/dom';
 import type { Ranked } from './protocol';
 import { SearchPool, type SearchResult, type Tried } from './run';
@@ -28,6 +29,7 @@ import {
   rangeText,
   recommendText,
   type SearchSpec,
+  setWords,
   unsteady,
 } from './space';
 
@@ -92,6 +94,7 @@ export class SearchPanel {
   private why: HTMLElement;
   private warnings: HTMLElement;
   private runnerUps: HTMLOListElement;
+  private runnerUpsNote: HTMLElement;
   private table: HTMLTableElement;
   private exports: HTMLButtonElement[];
   private context: HTMLElement;
@@ -148,6 +151,7 @@ export class SearchPanel {
     this.why = el('p', { id: 'search-why' });
     this.warnings = el('div', { id: 'search-warnings' });
     this.runnerUps = el('ol', { id: 'search-runnerups' });
+    this.runnerUpsNote = el('p', { className: 'note', id: 'search-runnerups-note' });
     this.table = el('table', { id: 'search-table' }, el('caption', {}, 'Every candidate, cheapest first'), el('thead'), el('tbody'));
     this.exports = [
       this.button('search-open', 'Open the answer as a run', () => this.openBest()),
@@ -166,7 +170,7 @@ export class SearchPanel {
       this.answer,
       this.why,
       this.warnings,
-      el('p', { className: 'note' }, 'Runner-ups (the next cheapest that meet the SLO):'),
+      this.runnerUpsNote,
       this.runnerUps,
       el('div', { className: 'search-table-wrap', tabIndex: 0, role: 'region', ariaLabel: 'Every candidate' }, this.table),
       el('div', { className: 'buttons search-exports' }, ...this.exports),
@@ -459,7 +463,7 @@ export class SearchPanel {
     this.status.dataset.candidates = String(result.tried.size);
     this.setStatus(
       'done',
-      `Done: ${result.tried.size} candidates in ${secs.toFixed(1)} s on ${search.runners} workers (${result.info.exhaustive ? 'every point of the space' : `a model-based search of ${result.info.space_points ?? '∞'} points`})`,
+      `Done: ${result.tried.size} candidates in ${secs.toFixed(1)} s on ${search.runners} workers (${result.info.exhaustive ? 'every point of the space' : `a model-based search in a space of ${result.info.space_points === null ? 'unbounded size' : `${result.info.space_points.toLocaleString('en-US')} points`}`})`,
     );
   }
 
@@ -496,7 +500,10 @@ export class SearchPanel {
     const result = this.lastResult;
     const ok = (t: Tried) => t.summary !== undefined && meets(spec.slo, t.summary);
     const rows = [...this.tried].sort((a, b) => (a.proposed.gpus ?? Infinity) - (b.proposed.gpus ?? Infinity) || a.proposed.id - b.proposed.id);
-    this.renderTable(rows, ok);
+    // While candidates run only the answer so far is redrawn (a line); the table, a row per
+    // candidate, is drawn once, at the end.
+    if (result) this.renderTable(rows, ok);
+    else (this.table.tBodies[0] as HTMLTableSectionElement).replaceChildren();
     if (!result) {
       const found = rows.filter(ok);
       const first = found[0];
@@ -531,13 +538,29 @@ export class SearchPanel {
           },
         },
       );
-    this.runnerUps.replaceChildren(
-      ...ranking.slice(1, 4).flatMap((r) => {
-        const t = result.tried.get(r.id);
-        const rc = t ? this.configOfTried(t) : null;
-        return rc && t?.summary ? [el('li', {}, `${bill(rc, name)}: ${figures(spec.slo, t.summary)}`)] : [];
-      }),
-    );
+    const ups = ranking.slice(1, 4).flatMap((r) => {
+      const t = result.tried.get(r.id);
+      const rc = t ? this.configOfTried(t) : null;
+      return rc && t?.summary ? [el('li', {}, `${bill(rc, name)}: ${figures(spec.slo, t.summary)}`)] : [];
+    });
+    // The evidence from below: the dearest candidates cheaper than the answer, and why they miss.
+    const cheaper = c
+      ? rows
+          .filter((t) => (t.proposed.gpus ?? Infinity) < c.gpus && (t.summary || t.stopped) && !ok(t))
+          .sort((x, y) => (y.proposed.gpus ?? 0) - (x.proposed.gpus ?? 0))
+          .slice(0, 2)
+      : [];
+    const missLines = cheaper.map((t) => {
+      const tc = this.configOfTried(t);
+      const why = t.summary ? broken(spec.slo, t.summary).join('; ') : (t.stopped ?? '');
+      return el('li', { className: 'miss' }, `${tc ? bill(tc, name) : setWords(t.proposed.set)} misses: ${why}`);
+    });
+    this.runnerUps.replaceChildren(...ups, ...missLines);
+    this.runnerUpsNote.textContent = ups.length
+      ? 'Runner-ups (the next cheapest that meet the SLO), and the cheaper ones that miss it:'
+      : c
+        ? 'No other candidate meets the SLO at this cost; the cheaper ones miss it:'
+        : '';
     for (const b of this.exports) b.disabled = ranking.length === 0;
   }
 
@@ -565,7 +588,7 @@ export class SearchPanel {
         tr.dataset.verdict = verdict;
         tr.append(
           el('td', { className: 'num' }, String(t.proposed.id)),
-          el('td', {}, c ? bill(c, name) : JSON.stringify(t.proposed.set)),
+          el('td', {}, c ? bill(c, name) : setWords(t.proposed.set)),
           el('td', { className: 'num' }, t.proposed.gpus === undefined ? '—' : String(t.proposed.gpus)),
           cell(t.summary?.p99_ttft_ms),
           cell(t.summary?.p99_itl_ms),

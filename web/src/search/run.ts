@@ -13,7 +13,15 @@ export function defaultRunners(): number {
   return Math.max(2, cores || 2);
 }
 
-export class SearchError extends Error {}
+export class SearchError extends Error {
+  /** The worker's module trapped (a panic in the engine): the worker must be replaced. */
+  constructor(
+    message: string,
+    readonly fatal = false,
+  ) {
+    super(message);
+  }
+}
 
 /** How a candidate ended, as the page reads it. */
 export interface Tried {
@@ -64,7 +72,7 @@ class Channel {
           return;
         }
         this.handlers.delete(id);
-        if (reply.type === 'error') reject(new SearchError(reply.message));
+        if (reply.type === 'error') reject(new SearchError(reply.message, reply.fatal === true));
         else resolve(reply);
       });
       this.worker.postMessage({ ...msg, id });
@@ -170,7 +178,7 @@ export class SearchPool {
         w?.();
       };
       const loop = async (k: number) => {
-        const runner = this.runner(k);
+        let runner = this.runner(k);
         while (!finished && !cancelled) {
           const b = await planner.ask({ type: 'next', n: 1 });
           if (b.type !== 'batch') throw new SearchError('unexpected reply');
@@ -209,6 +217,11 @@ export class SearchPool {
               // A candidate that fails to build or crashes is infeasible with its reason; the
               // search goes on (a crashed worker is replaced).
               const message = (e as Error).message;
+              if (e instanceof SearchError && e.fatal) {
+                runner.worker.terminate();
+                delete this.runners[k];
+                runner = this.runner(k);
+              }
               await planner.ask({ type: 'tell', candidate: c.id, outcome: JSON.stringify({ infeasible: message, gpus: c.gpus }) });
               record({ proposed: c, infeasible: message });
             } finally {

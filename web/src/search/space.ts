@@ -362,3 +362,20 @@ export function unsteady(
     parts.push(meetsHalf ? 'the first half meets the SLO, the whole run does not' : 'the whole run meets the SLO, its first half does not');
   return parts.join('; ');
 }
+
+/** A candidate's searched values in words, from its `set` (DynoSim paths), for one that did not run. */
+export function setWords(set: Record<string, unknown>): string {
+  const out: string[] = [];
+  for (const [path, v] of Object.entries(set)) {
+    const role = /workers\.(aggregated|prefill|decode)\./.exec(path)?.[1];
+    const who = role === 'prefill' ? 'prefill ' : role === 'decode' ? 'decode ' : '';
+    if (path.endsWith('parallelism.replicas')) out.push(`${String(v)} ${who}worker${v === 1 ? '' : 's'}`);
+    else if (path.endsWith('parallelism.tensor')) out.push(`${who}TP ${String(v)}`);
+    else if (path.endsWith('scheduler.max_batched_tokens')) out.push(`token budget ${String(v)}`);
+    else if (path.endsWith('scheduler.max_sequences')) out.push(`max ${String(v)} sequences`);
+    else if (path === 'engine.enable_chunked_prefill') out.push(`chunked prefill ${v ? 'on' : 'off'}`);
+    else if (path === 'engine.mode') out.push(String(v));
+    else out.push(`${path} = ${JSON.stringify(v)}`);
+  }
+  return out.join(', ');
+}
