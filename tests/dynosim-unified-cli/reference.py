@@ -65,6 +65,12 @@ def reference(s):
     if w["type"] == "trace":
         kw.update(trace_format=w.get("format", "mooncake"), trace_block_size=w.get("trace_block_size", 512),
                   max_sim_time_ms=s.get("max_sim_time_ms"))
+        agentic = w.get("format") == "agentic_mooncake" or (
+            w.get("format") == "dynamo" and "agent_context" in open(os.path.join(HERE, w["path"])).read())
+        if agentic:
+            # A request graph needs a target model named (a label: every request runs on the
+            # engine given).
+            kw["execution_model"] = "predict-target"
         if "concurrency" in w:
             kw["replay_concurrency"] = w["concurrency"]
         else:

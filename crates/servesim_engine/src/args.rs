@@ -47,6 +47,9 @@ pub enum KvTransferTimingMode {
 }
 
 /// The forward-pass timing model.
+// The roofline's model shape (MoE and MLA fields) makes its variant the large one; the
+// arguments are read once per run, so boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum TimingModel {
@@ -338,7 +341,9 @@ fn nullable<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
 
 impl Default for EngineArgs {
     fn default() -> Self {
-        serde_json::from_str("{}").expect("defaults deserialize")
+        // Through the same deserializer as parsing (`serde_path_to_error` over a `Value`): a
+        // second one (`from_str`) would put another copy of every field's code in the wasm.
+        serde_path_to_error::deserialize(&serde_json::Value::Object(Default::default())).expect("defaults deserialize")
     }
 }
 
@@ -419,8 +424,8 @@ impl LaunchConfig {
     pub fn gpus_per_worker(&self) -> u32 {
         let tp = match (&self.tensor_parallel_size, &self.engine.timing_model) {
             (Some(tp), _) => *tp,
-            (None, TimingModel::Roofline(r)) => r.tp,
-            (None, t) => t.ais().map_or(1, |a| a.tp * a.pp),
+            (None, TimingModel::Roofline(r)) => r.tp * r.attention_dp,
+            (None, t) => t.ais().map_or(1, |a| a.gpus()),
         };
         tp * self.dp_size
     }

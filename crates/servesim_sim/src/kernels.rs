@@ -141,7 +141,8 @@ impl KernelSets {
                 let engine = &mut launch.engine;
                 let max_tokens = engine.max_num_batched_tokens.map_or(8192, u64::from);
                 let pool = model.kv_pool(max_tokens, fraction).map_err(|e| SimError::new(format!("{at}engine.num_gpu_blocks: {e}")))?;
-                let blocks = pool.kv_tokens / engine.block_size() as u64;
+                // One scheduler holds every attention-DP rank's requests, so their pools.
+                let blocks = pool.engine_kv_tokens / engine.block_size() as u64;
                 if blocks == 0 {
                     return Err(SimError::new(format!(
                         "{at}engine.num_gpu_blocks: the model's weights ({:.1} GiB per GPU) and buffers leave no room for the KV cache on {} at tp {} ({:.1} GiB × {})",

@@ -68,9 +68,14 @@ pub struct ReplayArgs {
     pub kv_event_lag_ms: Option<f64>,
     #[serde(default)]
     pub max_sim_time_ms: Option<f64>,
-    /// `mooncake` (default), `mooncake-delta`, `applied_compute_agentic` or `dynamo`.
+    /// `mooncake` (default), `mooncake-delta`, `applied_compute_agentic`, `dynamo` or
+    /// `agentic_mooncake`.
     #[serde(default)]
     pub trace_format: Option<String>,
+    /// The model an agentic trace's requests run on (the reference requires it for request
+    /// graphs; servesim runs every request on the configured engine either way).
+    #[serde(default)]
+    pub execution_model: Option<String>,
     /// The planner in the loop (Dynamo's `PlannerConfig` keys).
     #[serde(default)]
     pub planner_config: Option<serde_json::Value>,
@@ -92,6 +97,9 @@ impl Case {
             None => TraceFormat::Mooncake,
             Some(f) => TraceFormat::parse(f).map_err(|e| SimError::new(format!("replay.trace_format: {e}")))?,
         };
+        if format == TraceFormat::AgenticMooncake && self.replay.execution_model.as_deref().is_none_or(|m| m.trim().is_empty()) {
+            return Err(SimError::new("replay.execution_model: agentic execution requires a configured target model"));
+        }
         if format.needs_closed_loop() && self.replay.replay_concurrency.is_none() {
             return Err(SimError::new(
                 "replay.trace_format: applied_compute_agentic needs replay_concurrency (its sessions have no start times)",

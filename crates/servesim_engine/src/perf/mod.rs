@@ -6,6 +6,7 @@
 //! decide event order.
 
 pub mod ais;
+pub mod hf_config;
 pub mod interpolated;
 mod polynomial;
 pub mod roofline;

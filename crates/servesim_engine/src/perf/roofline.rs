@@ -48,6 +48,82 @@ pub struct ModelSpec {
     /// The vision tower of a multimodal model (`vision_config`); absent for text-only models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vision: Option<VisionSpec>,
+    /// Total width of the shared experts every token also runs (DeepSeek's
+    /// `n_shared_experts × moe_intermediate_size`, Qwen2-MoE's own field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_expert_intermediate_size: Option<u32>,
+    /// Leading layers with a dense MLP of `intermediate_size` instead of experts (DeepSeek).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub first_k_dense_replace: u32,
+    /// The routed experts' weight dtype when it differs from `dtype` (gpt-oss: `mxfp4`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expert_dtype: Option<String>,
+    /// Multi-head latent attention (DeepSeek, Kimi): the cached latent's width. With it set,
+    /// each token caches `kv_lora_rank + qk_rope_head_dim` values per layer (on every
+    /// tensor-parallel GPU: the latent is not split by head).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_lora_rank: Option<u32>,
+    /// MLA's query compression rank (absent: queries are projected directly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q_lora_rank: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qk_rope_head_dim: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qk_nope_head_dim: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v_head_dim: Option<u32>,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
+/// MLA's dimensions, when the model has them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mla {
+    pub kv_lora_rank: u32,
+    pub q_lora_rank: u32,
+    pub rope: u32,
+    pub nope: u32,
+    pub v: u32,
+}
+
+impl ModelSpec {
+    /// MLA's dimensions (a latent width without its head dims is refused by [`ModelSpec::check`]).
+    pub fn mla(&self) -> Option<Mla> {
+        let r = self.kv_lora_rank?;
+        Some(Mla {
+            kv_lora_rank: r,
+            q_lora_rank: self.q_lora_rank.unwrap_or(0),
+            rope: self.qk_rope_head_dim.unwrap_or(0),
+            nope: self.qk_nope_head_dim.unwrap_or(0),
+            v: self.v_head_dim.unwrap_or(0),
+        })
+    }
+
+    /// Checks the MoE and MLA fields agree with each other. Errors name the field.
+    pub fn check(&self) -> Result<(), String> {
+        if self.num_experts > 0 && !(1..=self.num_experts).contains(&self.num_experts_per_tok) {
+            return Err(format!("num_experts_per_tok: {} must be within 1..={}", self.num_experts_per_tok, self.num_experts));
+        }
+        if self.first_k_dense_replace > self.num_hidden_layers {
+            return Err(format!("first_k_dense_replace: {} exceeds the {} layers", self.first_k_dense_replace, self.num_hidden_layers));
+        }
+        if self.kv_lora_rank.is_some() {
+            for (k, v) in
+                [("qk_rope_head_dim", self.qk_rope_head_dim), ("qk_nope_head_dim", self.qk_nope_head_dim), ("v_head_dim", self.v_head_dim)]
+            {
+                if v.is_none() {
+                    return Err(format!("{k}: required with kv_lora_rank (multi-head latent attention)"));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A ViT vision tower and its patch merger, as in a Qwen2-VL-style `vision_config`: `depth`
@@ -109,6 +185,12 @@ pub struct RooflineArgs {
     pub gpu: GpuRef,
     #[serde(default = "one")]
     pub tp: u32,
+    /// Attention data-parallel ranks: each runs attention (and the dense layers) on its own
+    /// requests over `tp` GPUs, and the experts are spread over all `tp × attention_dp` GPUs
+    /// (the reference's `tp × attention_dp = moe_tp × moe_ep`). A pass is priced as every
+    /// rank holding `ceil(batch / attention_dp)` requests, as the reference passes it.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub attention_dp: u32,
     /// Overrides the model's weight dtype (e.g. `fp8` for a quantised checkpoint).
     #[serde(default)]
     pub weight_dtype: Option<String>,
@@ -178,6 +260,14 @@ pub fn model_preset(name: &str) -> Option<ModelSpec> {
         num_experts_per_tok: 0,
         moe_intermediate_size: None,
         vision: None,
+        shared_expert_intermediate_size: None,
+        first_k_dense_replace: 0,
+        expert_dtype: None,
+        kv_lora_rank: None,
+        q_lora_rank: None,
+        qk_rope_head_dim: None,
+        qk_nope_head_dim: None,
+        v_head_dim: None,
     };
     Some(match name {
         "llama-3.1-8b" => dense(32, 4096, 32, 8, 128, 14336, 128256, false),
@@ -203,12 +293,60 @@ pub fn model_preset(name: &str) -> Option<ModelSpec> {
             }),
             ..dense(28, 3584, 28, 4, 128, 18944, 152064, false)
         },
+        // Qwen/Qwen3-235B-A22B: 128 experts of 1536, 8 per token.
+        "qwen3-235b-a22b" => ModelSpec {
+            num_experts: 128,
+            num_experts_per_tok: 8,
+            moe_intermediate_size: Some(1536),
+            ..dense(94, 4096, 64, 4, 128, 12288, 151936, false)
+        },
+        // openai/gpt-oss-120b and -20b: MXFP4 experts of width 2880, 4 per token; bf16
+        // attention (its alternate 128-token sliding window is not modelled: full attention).
+        "gpt-oss-120b" | "gpt-oss-20b" => {
+            let (layers, experts) = if name == "gpt-oss-120b" { (36, 128) } else { (24, 32) };
+            ModelSpec {
+                num_experts: experts,
+                num_experts_per_tok: 4,
+                expert_dtype: Some("mxfp4".into()),
+                ..dense(layers, 2880, 64, 8, 64, 2880, 201088, false)
+            }
+        }
+        // deepseek-ai/DeepSeek-R1 (and -0528, and DeepSeek-V3, the same shape): 256 routed
+        // experts + 1 shared of 2048, 8 per token, 3 leading dense layers of 18432; MLA with a
+        // 512-wide latent, 64 RoPE dims and a 1536-rank query compression; fp8 weights.
+        "deepseek-r1" | "deepseek-v3" => ModelSpec {
+            dtype: "fp8".into(),
+            num_experts: 256,
+            num_experts_per_tok: 8,
+            moe_intermediate_size: Some(2048),
+            shared_expert_intermediate_size: Some(2048),
+            first_k_dense_replace: 3,
+            kv_lora_rank: Some(512),
+            q_lora_rank: Some(1536),
+            qk_rope_head_dim: Some(64),
+            qk_nope_head_dim: Some(128),
+            v_head_dim: Some(128),
+            head_dim: None,
+            ..dense(61, 7168, 128, 128, 128, 18432, 129280, false)
+        },
         _ => return None,
     })
 }
 
-pub const MODEL_PRESETS: &[&str] =
-    &["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "qwen3-32b", "qwen3-30b-a3b", "mixtral-8x7b", "qwen2.5-vl-7b"];
+pub const MODEL_PRESETS: &[&str] = &[
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "qwen2.5-7b",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
+    "mixtral-8x7b",
+    "qwen2.5-vl-7b",
+    "qwen3-235b-a22b",
+    "gpt-oss-120b",
+    "gpt-oss-20b",
+    "deepseek-r1",
+    "deepseek-v3",
+];
 pub const GPU_PRESETS: &[&str] = &["a100", "l40s", "h100", "h200", "b200"];
 
 /// GPU presets. Sources: NVIDIA datasheets, dense (non-sparse) Tensor Core peaks:
@@ -263,6 +401,8 @@ pub struct Roofline {
     /// Parameters of the vision tower (0 without one): held in memory, read by the encoder
     /// only.
     vision_params: f64,
+    /// Layers with routed experts (all layers but DeepSeek's leading dense ones).
+    moe_layers: f64,
 }
 
 impl Roofline {
@@ -301,24 +441,74 @@ impl Roofline {
         if model.num_attention_heads == 0 || model.num_hidden_layers == 0 || gpu.bf16_tflops <= 0.0 || gpu.hbm_gb_per_s <= 0.0 {
             return Err("model and gpu figures must be positive".into());
         }
+        if args.attention_dp == 0 {
+            return Err("attention_dp: must be at least 1".into());
+        }
+        model.check().map_err(|e| format!("model.{e}"))?;
         let h = model.hidden_size as f64;
-        let q = (model.num_attention_heads * head_dim(&model)) as f64;
-        let kv = (kv_heads(&model) * head_dim(&model)) as f64;
-        let attn = h * q * 2.0 + h * kv * 2.0; // Q, O; K, V projections
+        let attn = attention_params(&model);
         let layers = model.num_hidden_layers as f64;
+        let dense_layers = if model.num_experts > 0 { model.first_k_dense_replace as f64 } else { 0.0 };
+        let moe_layers = layers - dense_layers;
+        let dense_mlp = 3.0 * h * model.intermediate_size as f64;
+        // Shared experts run for every token (adding 0.0 leaves other models' bits alone).
+        let shared = if model.num_experts > 0 { 3.0 * h * model.shared_expert_intermediate_size.unwrap_or(0) as f64 } else { 0.0 };
         let (mlp_active, experts) = if model.num_experts > 0 {
             let width = model.moe_intermediate_size.unwrap_or(model.intermediate_size) as f64;
             let one = 3.0 * h * width;
-            (one * model.num_experts_per_tok.max(1) as f64, one * model.num_experts as f64)
+            (one * model.num_experts_per_tok.max(1) as f64 + shared, one * model.num_experts as f64)
         } else {
-            (3.0 * h * model.intermediate_size as f64, 0.0)
+            (dense_mlp, 0.0)
         };
         let embed = model.vocab_size as f64 * h * if model.tie_word_embeddings { 1.0 } else { 2.0 };
-        // The input embedding is a lookup: only the LM head counts as compute per token.
-        let active_params = layers * (attn + mlp_active) + model.vocab_size as f64 * h;
         let vision_params = model.vision.as_ref().map_or(0.0, |v| vision_params(v, model.hidden_size));
-        let total_params = layers * (attn + if experts > 0.0 { experts } else { mlp_active }) + embed + vision_params;
-        Ok(Roofline { model, gpu, args: args.clone(), active_params, expert_params_per_layer: experts, total_params, vision_params })
+        // The input embedding is a lookup: only the LM head counts as compute per token.
+        let (active_params, total_params) = if dense_layers == 0.0 {
+            (
+                layers * (attn + mlp_active) + model.vocab_size as f64 * h,
+                layers * (attn + if experts > 0.0 { experts + shared } else { mlp_active }) + embed + vision_params,
+            )
+        } else {
+            (
+                layers * attn + moe_layers * mlp_active + dense_layers * dense_mlp + model.vocab_size as f64 * h,
+                layers * attn + moe_layers * (experts + shared) + dense_layers * dense_mlp + embed + vision_params,
+            )
+        };
+        Ok(Roofline {
+            model,
+            gpu,
+            args: args.clone(),
+            active_params,
+            expert_params_per_layer: experts,
+            total_params,
+            vision_params,
+            moe_layers,
+        })
+    }
+
+    /// GPUs of one engine: `tp × attention_dp`.
+    pub fn gpus(&self) -> u32 {
+        self.args.tp * self.args.attention_dp
+    }
+
+    /// Parameters read per token (the routed experts it is sent to, not the others).
+    pub fn active_params(&self) -> f64 {
+        self.active_params
+    }
+
+    /// Bytes of the routed experts' weights over all layers.
+    fn routed_expert_bytes(&self) -> f64 {
+        self.expert_params_per_layer * self.moe_layers * self.expert_bytes_per_param()
+    }
+
+    fn expert_bytes_per_param(&self) -> f64 {
+        self.model.expert_dtype.as_deref().map_or_else(|| self.weight_bytes_per_param(), dtype_bytes)
+    }
+
+    /// How many copies of each token's KV the engine's GPUs hold: an MLA latent lives whole
+    /// on every tensor-parallel GPU; GQA heads are split over them.
+    fn kv_copies(&self) -> f64 {
+        if self.model.kv_lora_rank.is_some() { self.args.tp as f64 } else { 1.0 }
     }
 
     fn weight_bytes_per_param(&self) -> f64 {
@@ -329,71 +519,109 @@ impl Roofline {
     fn peak_flops(&self) -> f64 {
         let tflops =
             if self.weight_bytes_per_param() <= 1.0 { self.gpu.fp8_tflops.unwrap_or(self.gpu.bf16_tflops) } else { self.gpu.bf16_tflops };
-        tflops * 1e12 * self.args.tp as f64 * self.args.compute_efficiency
+        tflops * 1e12 * self.gpus() as f64 * self.args.compute_efficiency
     }
 
     fn bandwidth(&self) -> f64 {
-        self.gpu.hbm_gb_per_s * 1e9 * self.args.tp as f64 * self.args.bandwidth_efficiency
+        self.gpu.hbm_gb_per_s * 1e9 * self.gpus() as f64 * self.args.bandwidth_efficiency
     }
 
     pub fn total_params(&self) -> f64 {
         self.total_params
     }
 
+    /// Bytes of weights over the engine's GPUs: every attention-DP rank holds its own copy of
+    /// the dense part; the routed experts are held once, spread over all GPUs.
     pub fn weight_bytes(&self) -> f64 {
-        self.total_params * self.weight_bytes_per_param()
+        let one = match &self.model.expert_dtype {
+            None => self.total_params * self.weight_bytes_per_param(),
+            Some(_) => {
+                let routed = self.expert_params_per_layer * self.moe_layers;
+                (self.total_params - routed) * self.weight_bytes_per_param() + self.routed_expert_bytes()
+            }
+        };
+        if self.args.attention_dp == 1 { one } else { one + (one - self.routed_expert_bytes()) * (self.args.attention_dp - 1) as f64 }
     }
 
-    /// KV bytes per token: layers × 2 (K and V) × KV heads × head dim × KV dtype bytes.
+    /// Bytes of weights one GPU holds.
+    pub fn weight_bytes_per_gpu(&self) -> f64 {
+        self.weight_bytes() / self.gpus() as f64
+    }
+
+    /// KV bytes per token: layers × 2 (K and V) × KV heads × head dim × KV dtype bytes; with
+    /// MLA, layers × (latent + RoPE dims) × KV dtype bytes.
     pub fn kv_bytes_per_token(&self) -> u64 {
         let dtype = if self.args.kv_cache_dtype == "auto" { self.model.dtype.as_str() } else { self.args.kv_cache_dtype.as_str() };
         let m = &self.model;
+        if let Some(mla) = m.mla() {
+            return (m.num_hidden_layers as f64 * (mla.kv_lora_rank + mla.rope) as f64 * dtype_bytes(dtype)) as u64;
+        }
         (m.num_hidden_layers as f64 * 2.0 * kv_heads(m) as f64 * head_dim(m) as f64 * dtype_bytes(dtype)) as u64
     }
 
-    /// GPU memory for weights and KV cache over the `tp` GPUs: memory × utilisation, bytes.
+    /// GPU memory for weights and KV cache over the engine's GPUs: memory × utilisation, bytes.
     pub fn usable_memory_bytes(&self) -> f64 {
-        self.gpu.hbm_gb * 1e9 * self.args.tp as f64 * self.args.gpu_memory_utilization
+        self.gpu.hbm_gb * 1e9 * self.gpus() as f64 * self.args.gpu_memory_utilization
     }
 
-    /// KV blocks that fit in GPU memory × utilisation after the weights (over `tp` GPUs).
+    /// KV blocks that fit in GPU memory × utilisation after the weights (over the engine's
+    /// GPUs; an MLA latent counts once per tensor-parallel GPU).
     pub fn num_gpu_blocks(&self, block_size: u32) -> u32 {
         let budget = self.usable_memory_bytes() - self.weight_bytes();
-        let per_block = self.kv_bytes_per_token() as f64 * block_size as f64;
+        let per_block = self.kv_bytes_per_token() as f64 * block_size as f64 * self.kv_copies();
         if budget <= 0.0 || per_block <= 0.0 { 0 } else { (budget / per_block).floor().min(u32::MAX as f64) as u32 }
     }
 
-    /// Attention FLOPs (QKᵀ and PV) for `new` tokens attending to `prefix + new` (causal).
+    /// Attention FLOPs (QKᵀ and PV) for `new` tokens attending to `prefix + new` (causal);
+    /// MLA scores over its `nope + rope` query/key width and mixes its `v` width (the
+    /// decompressed form).
     fn attention_flops(&self, new: f64, context_per_token: f64) -> f64 {
+        if let Some(mla) = self.model.mla() {
+            let width = (self.model.num_attention_heads * (mla.nope + mla.rope + mla.v)) as f64;
+            return 2.0 * self.model.num_hidden_layers as f64 * width * new * context_per_token;
+        }
         let q = (self.model.num_attention_heads * head_dim(&self.model)) as f64;
         4.0 * self.model.num_hidden_layers as f64 * q * new * context_per_token
     }
 
     /// Weight bytes one step touches for `batch` tokens: with experts, each layer reads the
-    /// experts at least one token is routed to (expected number, uniform routing).
+    /// experts at least one token is routed to (expected number, uniform routing). With
+    /// attention DP, each rank reads its copy of the dense part.
     fn weights_read(&self, batch: f64) -> f64 {
+        let copies = self.args.attention_dp as f64;
         if self.expert_params_per_layer == 0.0 {
-            return (self.total_params - self.vision_params) * self.weight_bytes_per_param();
+            let one = (self.total_params - self.vision_params) * self.weight_bytes_per_param();
+            return if self.args.attention_dp == 1 { one } else { one * copies };
         }
         let e = self.model.num_experts as f64;
         let k = self.model.num_experts_per_tok.max(1) as f64;
         let touched = e * (1.0 - (1.0 - k / e).powf(batch));
         let per_expert = self.expert_params_per_layer / e;
-        let non_expert = self.total_params - self.vision_params - self.expert_params_per_layer * self.model.num_hidden_layers as f64;
-        (non_expert + per_expert * touched * self.model.num_hidden_layers as f64) * self.weight_bytes_per_param()
+        let non_expert = self.total_params - self.vision_params - self.expert_params_per_layer * self.moe_layers;
+        if self.model.expert_dtype.is_none() && self.args.attention_dp == 1 {
+            (non_expert + per_expert * touched * self.moe_layers) * self.weight_bytes_per_param()
+        } else {
+            non_expert * self.weight_bytes_per_param() * copies + per_expert * touched * self.moe_layers * self.expert_bytes_per_param()
+        }
+    }
+
+    /// The requests each attention-DP rank is priced with: `ceil(batch / attention_dp)`.
+    pub fn rank_batch(&self, batch: u64) -> u64 {
+        batch.div_ceil(self.args.attention_dp.max(1) as u64)
     }
 
     /// Prefill of `batch` requests, each with `isl` tokens after the chunk of which `prefix`
-    /// were already present.
+    /// were already present (with attention DP, every rank prefills `ceil(batch / dp)`).
     pub fn prefill_ms(&self, batch: u64, isl: u64, prefix: u64) -> f64 {
         let new = isl.saturating_sub(prefix) as f64;
         if batch == 0 || new == 0.0 {
             return 0.0;
         }
+        let batch = self.rank_batch(batch) * self.args.attention_dp as u64;
         let tokens = batch as f64 * new;
         let ctx = prefix as f64 + (new + 1.0) / 2.0;
         let flops = 2.0 * self.active_params * tokens + self.attention_flops(tokens, ctx);
-        let bytes = self.weights_read(tokens) + self.kv_bytes_per_token() as f64 * batch as f64 * isl as f64;
+        let bytes = self.weights_read(tokens) + self.kv_bytes_per_token() as f64 * batch as f64 * isl as f64 * self.kv_copies();
         (flops / self.peak_flops()).max(bytes / self.bandwidth()) * 1e3 + self.args.overhead_ms
     }
 
@@ -425,9 +653,16 @@ impl Roofline {
         if batch == 0 {
             return 0.0;
         }
+        // With attention DP every rank decodes ceil(batch / dp) requests of the mean context.
+        let (batch, active_kv) = if self.args.attention_dp == 1 {
+            (batch, active_kv as f64)
+        } else {
+            let b = self.rank_batch(batch) * self.args.attention_dp as u64;
+            (b, active_kv as f64 * b as f64 / batch as f64)
+        };
         let b = batch as f64;
-        let flops = 2.0 * self.active_params * b + self.attention_flops(1.0, active_kv as f64);
-        let bytes = self.weights_read(b) + self.kv_bytes_per_token() as f64 * active_kv as f64;
+        let flops = 2.0 * self.active_params * b + self.attention_flops(1.0, active_kv);
+        let bytes = self.weights_read(b) + self.kv_bytes_per_token() as f64 * active_kv * self.kv_copies();
         (flops / self.peak_flops()).max(bytes / self.bandwidth()) * 1e3 + self.args.overhead_ms
     }
 }
@@ -439,6 +674,24 @@ fn vision_params(v: &VisionSpec, llm_hidden: u32) -> f64 {
     let blocks = v.depth as f64 * (4.0 * h * h + 3.0 * h * v.intermediate_size as f64);
     let merged = h * (v.spatial_merge_size * v.spatial_merge_size) as f64;
     blocks + merged * merged + merged * v.out_hidden_size.unwrap_or(llm_hidden) as f64
+}
+
+/// Attention projection parameters of one layer: Q, K, V, O for GQA/MQA/MHA; for MLA the
+/// query (directly or through its `q_lora_rank` compression), the joint KV compression to
+/// the latent plus RoPE key, its decompression to per-head keys and values, and O.
+fn attention_params(m: &ModelSpec) -> f64 {
+    let h = m.hidden_size as f64;
+    let heads = m.num_attention_heads as f64;
+    if let Some(mla) = m.mla() {
+        let qk = (mla.nope + mla.rope) as f64;
+        let q = if mla.q_lora_rank > 0 { h * mla.q_lora_rank as f64 + mla.q_lora_rank as f64 * heads * qk } else { h * heads * qk };
+        let kv_a = h * (mla.kv_lora_rank + mla.rope) as f64;
+        let kv_b = mla.kv_lora_rank as f64 * heads * (mla.nope + mla.v) as f64;
+        return q + kv_a + kv_b + heads * mla.v as f64 * h;
+    }
+    let q = (m.num_attention_heads * head_dim(m)) as f64;
+    let kv = (kv_heads(m) * head_dim(m)) as f64;
+    h * q * 2.0 + h * kv * 2.0 // Q, O; K, V projections
 }
 
 fn kv_heads(m: &ModelSpec) -> u32 {
@@ -567,6 +820,40 @@ mod tests {
             decode / (osl - 1) as f64
         );
         assert!((0.3..3.0).contains(&(e2e / measured)));
+    }
+
+    /// DeepSeek-R1 on one 8 × H200 node as SGLang runs it with `--tp 8 --ep 8 --dp 8
+    /// --enable-dp-attention`: in the reference's terms attention TP 1 × attention DP 8 =
+    /// MoE TP 1 × MoE EP 8, 8 GPUs. Hand-computed: 670.92 B parameters, of which 653.91 B
+    /// routed experts (held once, 81.74 B per GPU) and 17.01 B dense (attention, 3 dense
+    /// layers, shared experts, embedding and LM head: one copy per attention-DP rank); fp8.
+    #[test]
+    fn deepseek_r1_gpu_count_and_kv_pool_at_ep8_attention_dp8() {
+        let args: RooflineArgs =
+            serde_json::from_value(serde_json::json!({"model": "deepseek-r1", "gpu": "h200", "tp": 1, "attention_dp": 8})).unwrap();
+        let r = Roofline::new(&args).unwrap();
+        assert_eq!(r.gpus(), 8);
+        assert!((r.total_params() / 1e9 - 670.919).abs() < 1e-3, "{}", r.total_params());
+        let per_gpu = r.weight_bytes_per_gpu();
+        assert!((per_gpu / 1e9 - 98.7488).abs() < 1e-3, "17.01 GB dense + 653.91 / 8 GB experts: {per_gpu}");
+        // 61 layers × (512 latent + 64 RoPE) × 1 byte, on each rank for its own requests.
+        assert_eq!(r.kv_bytes_per_token(), 35_136);
+        // (8 × 141 GB × 0.9 − 789.99 GB) / (35,136 × 64) = 100,150.87 blocks of 64 tokens:
+        // 801,207 tokens per rank.
+        assert_eq!(r.num_gpu_blocks(64), 100_150);
+        // The same GPUs as one TP-8 engine (no attention DP): one dense copy, the latent on
+        // all eight GPUs — fewer tokens in all, but one engine's worth of requests.
+        let tp8: RooflineArgs = serde_json::from_value(serde_json::json!({"model": "deepseek-r1", "gpu": "h200", "tp": 8})).unwrap();
+        let t = Roofline::new(&tp8).unwrap();
+        assert_eq!(t.gpus(), 8);
+        assert!((t.weight_bytes() / 1e9 - 670.919).abs() < 1e-3);
+        let want = ((8.0 * 141e9 * 0.9 - t.weight_bytes()) / (35_136.0 * 64.0 * 8.0)).floor() as u32;
+        assert_eq!(t.num_gpu_blocks(64), want);
+        assert_eq!(want, 19_137, "1.22 M tokens for the TP-8 engine against 6.41 M over the eight DP ranks");
+        // Attention DP prices a pass as every rank holding ceil(batch / 8) requests.
+        assert_eq!(r.rank_batch(17), 3);
+        assert_eq!(r.decode_ms(17, 17 * 2000), r.decode_ms(24, 24 * 2000));
+        assert!(r.decode_ms(8, 8 * 2000) < r.decode_ms(9, 9 * 2000));
     }
 
     #[test]

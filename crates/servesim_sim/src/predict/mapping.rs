@@ -146,34 +146,22 @@ impl Model {
         if let Some(c) = &self.config {
             return spec_of_config(c);
         }
+        self.preset().and_then(model_preset)
+    }
+
+    /// The roofline preset the model's name names (`meta-llama/Llama-3.1-70B-Instruct` →
+    /// `llama-3.1-70b`).
+    fn preset(&self) -> Option<&'static str> {
         let lower = self.name.to_ascii_lowercase().replace("meta-llama-", "llama-");
         ["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "qwen3-32b", "qwen3-30b-a3b", "mixtral-8x7b", "qwen2.5-vl-7b"]
             .into_iter()
             .find(|p| lower.contains(p))
-            .and_then(model_preset)
     }
 }
 
-/// The fields of a Hugging Face `config.json` the memory model reads.
+/// The fields of a Hugging Face `config.json` the memory model reads (dense, MoE, MLA).
 fn spec_of_config(c: &Value) -> Option<ModelSpec> {
-    let c = c.get("text_config").filter(|t| t.is_object()).unwrap_or(c);
-    let u = |k: &str| c.get(k).and_then(Value::as_u64).map(|x| x as u32);
-    let experts = u("num_local_experts").or(u("num_experts")).or(u("n_routed_experts")).unwrap_or(0);
-    Some(ModelSpec {
-        num_hidden_layers: u("num_hidden_layers")?,
-        hidden_size: u("hidden_size")?,
-        num_attention_heads: u("num_attention_heads")?,
-        num_key_value_heads: u("num_key_value_heads"),
-        head_dim: u("head_dim"),
-        intermediate_size: u("intermediate_size")?,
-        vocab_size: u("vocab_size")?,
-        dtype: c.get("torch_dtype").and_then(Value::as_str).unwrap_or("bfloat16").to_string(),
-        tie_word_embeddings: c.get("tie_word_embeddings").and_then(Value::as_bool).unwrap_or(false),
-        num_experts: experts,
-        num_experts_per_tok: u("num_experts_per_tok").unwrap_or(0),
-        moe_intermediate_size: u("moe_intermediate_size"),
-        vision: None,
-    })
+    ModelSpec::from_hf_config(c).ok()
 }
 
 /// servesim's GPU preset for an AIConfigurator system name (`h200_sxm` → `h200`).
@@ -341,6 +329,7 @@ fn memory_model(model: &Model, hardware: &str, gpus: u32, fraction: f64, kv_dtyp
         bandwidth_efficiency: 0.8,
         overhead_ms: 0.0,
         gpu_memory_utilization: fraction,
+        attention_dp: 1,
     };
     Roofline::new(&args)
 }
@@ -408,9 +397,19 @@ fn role(
     cache.finish()?;
 
     let mut t = w.obj("timing")?;
-    let timing_type = t.choice("type", &["default", "fixed", "polynomial"])?.unwrap_or("default");
+    let timing_type = t.choice("type", &["default", "fixed", "polynomial", "roofline"])?.unwrap_or("default");
     let prefill_ms = t.non_negative("prefill_ms")?;
     let decode_ms = t.non_negative("decode_ms")?;
+    // servesim's roofline (`type: roofline`, servesim's own): its efficiencies, if given.
+    let mut roofline_args = Map::new();
+    for k in ["compute_efficiency", "bandwidth_efficiency", "overhead_ms"] {
+        if let Some(x) = t.non_negative(k)? {
+            if timing_type != "roofline" {
+                return Err(t.fail(k, format!("is a roofline figure; `{timing_type}` timing has none")));
+            }
+            roofline_args.insert(k.into(), x.into());
+        }
+    }
     let mut quant = Map::new();
     for k in ["gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode"] {
         if let Some(q) = t.str(k)? {
@@ -436,6 +435,28 @@ fn role(
             }
             if other == "polynomial" {
                 json!({"type": "polynomial"})
+            } else if other == "roofline" {
+                // The roofline on the model's shape (its config.json, else the preset its name
+                // names) and the hardware's figures: the model the memory model sizes KV with.
+                let gpu = gpu_of(hardware).ok_or_else(|| {
+                    t.fail(
+                        "type",
+                        format!("roofline: servesim has no figures for hardware `{hardware}` (it knows a100, l40s, h100, h200, b200)"),
+                    )
+                })?;
+                let model_ref = match (&model.config, model.preset()) {
+                    (None, Some(p)) => Value::from(p),
+                    _ => serde_json::to_value(model.spec().ok_or_else(|| {
+                        t.fail(
+                            "type",
+                            format!("roofline: servesim knows no shape for `{}` (give a directory with its config.json)", model.name),
+                        )
+                    })?)
+                    .map_err(|e| SimError::new(e.to_string()))?,
+                };
+                let mut r = json!({"type": "roofline", "model": model_ref, "gpu": gpu, "tp": tp});
+                r.as_object_mut().expect("an object").extend(roofline_args.clone());
+                r
             } else {
                 // The measured-kernel (AIS) timing on AIConfigurator's data for this system,
                 // framework and version.
@@ -582,10 +603,8 @@ fn traffic(
         }
         source.allow(&["range_ratio", "input_tokens", "output_tokens"]);
         source.finish()?;
-        if matches!(format, "agentic_mooncake" | "weka") {
-            return Err(
-                source.refuse("format", format!("`{format}` traces need an agentic execution model (request graphs, plays and lanes)"))
-            );
+        if format == "weka" {
+            return Err(source.refuse("format", "`weka` (Weka/AgentX agent traces) is not read yet; convert it to agentic_mooncake"));
         }
         if format != "dynamo" && paths.len() != 1 {
             return Err(source.fail("paths", format!("trace format '{format}' requires exactly one path")));
@@ -602,18 +621,22 @@ fn traffic(
         if format == "applied_compute_agentic" && load_type != "concurrency" {
             return Err(load.fail("type", "applied_compute_agentic requires concurrency load"));
         }
+        if format == "agentic_mooncake" && load_type != "trace_timestamps" {
+            return Err(load.fail("type", "agentic_mooncake traces run on their own times and dependencies (trace_timestamps load)"));
+        }
         let mut w = json!({"type": "trace", "path": paths[0]});
         if format != "mooncake" {
             w["format"] = format.into();
         }
         w["trace_block_size"] = block_size.unwrap_or(512).into();
-        if format == "dynamo" {
-            // A Dynamo trace carries its own block size (a given one must agree), and an
-            // agentic one (records with `agent_context`) needs what servesim does not have.
+        if matches!(format, "dynamo" | "agentic_mooncake") {
+            // A Dynamo trace and an agentic Mooncake v2 trace carry their own block size (a
+            // given one must agree); an agentic one (a request graph) runs on its times.
             let bytes = files.read(&paths[0]).map_err(|e| source.fail("paths", e))?;
-            let (embedded, agentic) = dynamo_trace_head(&bytes);
-            if agentic {
-                return Err(source.refuse("paths", "an agentic Dynamo trace (records with agent_context) needs an agentic execution model"));
+            let (embedded, agentic) =
+                if format == "dynamo" { dynamo_trace_head(&bytes) } else { (agentic_mooncake_block_size(&bytes), true) };
+            if agentic && load_type != "trace_timestamps" {
+                return Err(load.fail("type", "an agentic trace runs on its own times and dependencies (trace_timestamps load)"));
             }
             if let Some(b) = embedded {
                 if block_size.is_some_and(|given| given as u32 != b) {
@@ -765,6 +788,16 @@ fn traffic(
         }
     }
     Ok(Traffic { workload: w, max_sim_time_ms: None, trace_format: None })
+}
+
+/// The block size an agentic Mooncake trace's v2 header gives (none for legacy rows).
+fn agentic_mooncake_block_size(bytes: &[u8]) -> Option<u32> {
+    let line = bytes.split(|b| *b == b'\n').find(|l| l.iter().any(|c| !c.is_ascii_whitespace()))?;
+    let v: Value = serde_json::from_slice(line).ok()?;
+    if v.get("schema").and_then(Value::as_str) != Some(crate::workload::agentic::mooncake::SCHEMA) {
+        return None;
+    }
+    v.get("block_size").and_then(Value::as_u64).map(|b| b as u32)
 }
 
 /// The block size a Dynamo request trace records (its first `request_end` record's), and

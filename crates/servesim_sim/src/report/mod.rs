@@ -117,6 +117,9 @@ pub struct Collector {
     pub images: Option<Box<ImageStats>>,
     /// Price of one GPU-hour (USD), when the scenario sets one: the summary adds the cost.
     pub gpu_hour_usd: Option<f64>,
+    /// An agentic run's plays (trajectories), set when the run ends. Its duration counts
+    /// from the clock's start, as the reference's does (its first request may start late).
+    pub trajectories: Option<crate::workload::agentic::run::Trajectories>,
 }
 
 /// What the vision encoder did for a workload with images.
@@ -294,7 +297,8 @@ impl Collector {
                 good.1 += r.output_tokens as u64;
             }
         }
-        let duration = if completed == 0 || !first_arrival.is_finite() { 0.0 } else { last_end - first_arrival };
+        let origin = if self.trajectories.is_some() { first_arrival.min(0.0) } else { first_arrival };
+        let duration = if completed == 0 || !first_arrival.is_finite() { 0.0 } else { last_end - origin };
         let per_s = |x: u64| if duration > 0.0 { x as f64 / (duration / 1000.0) } else { 0.0 };
         let ratio = |x: u64| if input > 0 { x as f64 / input as f64 } else { 0.0 };
 
@@ -357,6 +361,14 @@ impl Collector {
         self.itl.write(&mut m, "itl_ms");
         samples(&e2e).write(&mut m, "e2e_latency_ms");
         self.per_user_tps.write(&mut m, "output_token_throughput_per_user");
+        if let Some(t) = &self.trajectories {
+            m.insert("total_trajectories".into(), t.total.into());
+            m.insert("completed_trajectories".into(), t.e2e_ms.len().into());
+            m.insert("incomplete_trajectories".into(), (t.total - t.e2e_ms.len()).into());
+            Samples(t.e2e_ms.clone()).write(&mut m, "trajectory_e2e_latency_ms");
+            let p50 = m.get("median_trajectory_e2e_latency_ms").cloned().unwrap_or(Value::Null);
+            m.insert("p50_trajectory_e2e_latency_ms".into(), p50);
+        }
         if let Some(o) = &self.offload {
             if let Some(g3) = &o.g3 {
                 m.insert("g3_offload".into(), serde_json::to_value(g3).expect("serialisable"));

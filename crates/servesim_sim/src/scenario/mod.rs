@@ -299,7 +299,9 @@ fn interval() -> f64 {
 
 impl Default for Scenario {
     fn default() -> Self {
-        serde_json::from_str("{}").expect("defaults deserialize")
+        // Through the same deserializer as parsing (`serde_path_to_error` over a `Value`): a
+        // second one (`from_str`) would put another copy of every field's code in the wasm.
+        serde_path_to_error::deserialize(&serde_json::Value::Object(Default::default())).expect("defaults deserialize")
     }
 }
 

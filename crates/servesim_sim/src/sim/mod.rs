@@ -552,14 +552,17 @@ impl Simulation {
             }
         }
         if self.checks && self.is_done() && !self.cut_off {
-            let lost: Vec<usize> =
-                self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
+            let lost: Vec<usize> = (self.collector.records.iter().enumerate())
+                .filter(|(i, r)| r.status == Status::Pending && !self.driver.skipped(*i as u32))
+                .map(|(i, _)| i)
+                .collect();
             assert!(lost.is_empty(), "requests never finished (trace lines {:?})", lost.iter().map(|i| i + 1).collect::<Vec<_>>());
         }
         if let Some(tiers) = &self.offload {
             let (g3, g2) = Self::offload_report(tiers);
             self.collector.offload = Some(crate::report::OffloadReport { g3, g2 });
         }
+        self.collector.trajectories = self.driver.trajectories(&self.workload);
         let block_size = self.fleet.pools[Fleet::ENTRY].block_size;
         let scaling = self.planner.map(|p| p.record);
         RunReport {
@@ -974,7 +977,7 @@ impl Simulation {
         }
         self.finished += 1;
         let output_tokens = self.collector.records[i as usize].output_tokens;
-        self.driver.on_terminal(i, t, output_tokens, &mut self.workload);
+        self.driver.on_terminal(i, t, output_tokens, status == Status::Completed, &mut self.workload);
     }
 }
 

@@ -7,6 +7,7 @@ mod conformance;
 mod dynosim;
 mod events;
 mod kvbm;
+mod moe;
 mod multimodal;
 mod predict;
 mod proptest_indexer;

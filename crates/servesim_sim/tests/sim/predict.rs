@@ -39,8 +39,6 @@ fn predict_file(path: &Path, sets: &[&str]) -> Result<(predict::Mapped, servesim
 const REFUSED: &[(&str, &str)] = &[
     ("07-synthetic-ais-router.yaml", "router.prefill_load_model.type: not simulated by servesim"),
     ("08-synthetic-throughput-planner.yaml", "planner.target: not simulated by servesim"),
-    ("11-trace-agentic-mooncake.yaml", "traffic.source.format: not simulated by servesim"),
-    ("13-trace-dynamo-agentic.yaml", "traffic.source.paths: not simulated by servesim"),
 ];
 
 /// With its load planner in the loop, the reference starts the second session's first
@@ -53,7 +51,9 @@ const EXPECTED_COMPLETED: &[(&str, u64)] = &[
     ("05-trace-standard-round-robin.yaml", 2),
     ("09-trace-mooncake-speedup.yaml", 2),
     ("10-trace-mooncake-delta-concurrency.yaml", 2),
+    ("11-trace-agentic-mooncake.yaml", 3),
     ("12-trace-applied-compute-agentic.yaml", 3),
+    ("13-trace-dynamo-agentic.yaml", 4),
 ];
 
 #[test]
@@ -114,7 +114,7 @@ fn every_shipped_predict_file_runs_as_the_reference_does_or_is_refused_by_field(
         ran += 1;
     }
     println!("predict files: {ran} run, {refused} refused");
-    assert_eq!((ran, refused), (9, 4));
+    assert_eq!((ran, refused), (11, 2));
 }
 
 /// Runs a recommend file's search to its end on one thread, as the CLI does.
@@ -300,6 +300,39 @@ fn default_timing_maps_to_the_measured_kernels() {
     );
     assert_eq!((t["gemm_quant_mode"].clone(), t["kvcache_quant_mode"].clone()), (json!("fp8_block"), json!("fp8")));
     assert_eq!(t["model"]["num_hidden_layers"], json!(22), "a model directory gives its config.json's fields");
+}
+
+/// `timing: {type: roofline}` (servesim's): the roofline on the model the file names and its
+/// hardware, TP from the parallelism, and the KV pool the roofline itself derives — the
+/// scenario the page's search starts from (Llama 3.1 70B on H100s at TP 4: 7,004 blocks).
+#[test]
+fn roofline_timing_maps_to_the_scenario_roofline() {
+    let file = |timing: &str| {
+        format!(
+            "traffic: {{source: {{type: synthetic, input_tokens: 2000, output_tokens: 300}}, load: {{type: poisson, requests_per_second: 10}}, stop: {{requests: 50}}}}\n\
+             engine: {{model: meta-llama/Llama-3.1-70B-Instruct, hardware: h100_sxm, workers: {{aggregated: {{parallelism: {{replicas: 3, tensor: 4}}, timing: {timing}}}}}}}\n"
+        )
+    };
+    let mut no_files = PathFiles { bases: vec![root()] };
+    let m = predict::predict(&file("{type: roofline}"), "f.yaml", &[], &mut no_files).unwrap();
+    let t = &m.scenario_json["engine"]["timing_model"];
+    assert_eq!(t, &json!({"type": "roofline", "model": "llama-3.1-70b", "gpu": "h100", "tp": 4}));
+    assert_eq!(m.gpus, 12);
+    // The page's roofline scenario, its pool left to the roofline: the same blocks and run.
+    let page = json!({"version": 1, "engine": {"timing_model": {"type": "roofline", "model": "llama-3.1-70b", "gpu": "h100", "tp": 4}}});
+    let page = servesim_sim::Scenario::from_json_str(&page.to_string()).unwrap();
+    let derived = page.config().unwrap().launch.engine.num_gpu_blocks();
+    assert_eq!(m.scenario_json["engine"]["num_gpu_blocks"], json!(derived));
+    let r = build(&Input::Scenario(m.scenario.clone()), &mut no_files, &BuildOptions::default()).unwrap().run();
+    assert_eq!(r.summary()["completed_requests"], json!(50));
+    assert_eq!(r.summary()["total_gpus"], json!(12));
+    // Its efficiencies by name; a roofline figure under another timing is an error naming it.
+    let m = predict::predict(&file("{type: roofline, overhead_ms: 3}"), "f.yaml", &[], &mut no_files).unwrap();
+    assert_eq!(m.scenario_json["engine"]["timing_model"]["overhead_ms"], json!(3.0));
+    let e = predict::predict(&file("{type: polynomial, overhead_ms: 3}"), "f.yaml", &[], &mut no_files).unwrap_err();
+    assert!(e.0.contains("overhead_ms: is a roofline figure"), "{}", e.0);
+    let e = predict::predict(&file("{type: roofline}").replace("h100_sxm", "tpu_v5"), "f.yaml", &[], &mut no_files).unwrap_err();
+    assert!(e.0.contains("roofline: servesim has no figures for hardware `tpu_v5`"), "{}", e.0);
 }
 
 #[test]

@@ -32,7 +32,12 @@ pub struct KvPool {
     pub other_bytes: f64,
     pub kv_budget_bytes: f64,
     pub kv_bytes_per_token: u64,
+    /// KV tokens of one rank.
     pub kv_tokens: u64,
+    /// Attention data-parallel ranks, each with a pool of `kv_tokens`.
+    pub attention_dp_ranks: u32,
+    /// The engine's pool: `kv_tokens × attention_dp_ranks`.
+    pub engine_kv_tokens: u64,
 }
 
 /// Activation bytes per token per hidden element, by tensor-parallel size (1, 2, 4, 8), for
@@ -97,6 +102,8 @@ impl AisModel {
             kv_budget_bytes: budget,
             kv_bytes_per_token: per_token,
             kv_tokens: tokens,
+            attention_dp_ranks: self.attention_dp,
+            engine_kv_tokens: tokens * self.attention_dp as u64,
         })
     }
 

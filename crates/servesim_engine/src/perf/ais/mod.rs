@@ -44,6 +44,15 @@ pub struct AisArgs {
     pub backend_version: Option<String>,
     pub tp: u32,
     pub pp: u32,
+    /// Attention data-parallel ranks one engine aggregates (`attention_dp_size`): a pass is
+    /// priced as one rank's with `ceil(batch / attention_dp)` requests.
+    pub attention_dp: u32,
+    /// The experts' tensor- and expert-parallel sizes (`moe_tp_size`, `moe_ep_size`); with
+    /// either set, `tp × attention_dp = moe_tp × moe_ep` must hold.
+    pub moe_tp: Option<u32>,
+    pub moe_ep: Option<u32>,
+    /// The experts' GEMM mode (`moe_quant_mode`, the reference's `moe_dtype`).
+    pub moe_quant_mode: Option<String>,
     pub gemm_quant_mode: Option<String>,
     pub kvcache_quant_mode: Option<String>,
     pub fmha_quant_mode: Option<String>,
@@ -69,6 +78,10 @@ impl AisArgs {
             backend_version: None,
             tp: 1,
             pp: 1,
+            attention_dp: 1,
+            moe_tp: None,
+            moe_ep: None,
+            moe_quant_mode: None,
             gemm_quant_mode: None,
             kvcache_quant_mode: None,
             fmha_quant_mode: None,
@@ -83,9 +96,19 @@ impl AisArgs {
         };
         let mut have_model = false;
         let mut have_system = false;
+        let opt_count = |k: &str, v: &Value| if v.is_null() { Ok(None) } else { count(k, v).map(Some) };
         for (k, v) in m {
-            match k.as_str() {
-                "model" => {
+            // The reference's engine-argument spellings (`aic_moe_ep_size`...) read the same.
+            match k.strip_prefix("aic_").unwrap_or(k) {
+                "attention_dp" | "attention_dp_size" => a.attention_dp = count(k, v)?,
+                "moe_tp_size" => a.moe_tp = opt_count(k, v)?,
+                "moe_ep_size" => a.moe_ep = opt_count(k, v)?,
+                "moe_quant_mode" | "moe_dtype" => a.moe_quant_mode = opt_text(k, v)?,
+                _ => {}
+            }
+            match k.strip_prefix("aic_").unwrap_or(k) {
+                "attention_dp" | "attention_dp_size" | "moe_tp_size" | "moe_ep_size" | "moe_quant_mode" | "moe_dtype" => {}
+                "model" | "model_path" => {
                     a.model = v.clone();
                     have_model = true;
                 }
@@ -127,12 +150,6 @@ impl AisArgs {
 
 /// Reference config fields servesim accepts at their neutral value only.
 const NEUTRAL: &[(&str, &[&str])] = &[
-    ("attention_dp", &["1"]),
-    ("attention_dp_size", &["1"]),
-    ("moe_tp_size", &["null", "1"]),
-    ("moe_ep_size", &["null", "1"]),
-    ("moe_quant_mode", &["null"]),
-    ("moe_dtype", &["null"]),
     ("dcp", &["null", "1"]),
     ("cp_size", &["null", "1"]),
     ("nextn", &["0"]),
@@ -170,8 +187,14 @@ impl AisArgs {
                 return Err(format!("{k}: {text} is not modelled (servesim times dense models op by op; allowed: {})", ok.join(", ")));
             }
         }
-        if self.tp == 0 || self.pp == 0 {
-            return Err("tp and pp must be at least 1".into());
+        if self.tp == 0 || self.pp == 0 || self.attention_dp == 0 {
+            return Err("tp, pp and attention_dp must be at least 1".into());
+        }
+        self.moe_parallelism()?;
+        if let Some(q) = &self.moe_quant_mode
+            && GemmQuant::parse(q).is_none()
+        {
+            return Err(format!("moe_quant_mode: unknown mode `{q}`"));
         }
         if let Some(c) = &self.comm_quant_mode
             && c != "half"
@@ -204,6 +227,32 @@ impl AisArgs {
         Ok((g, k, f))
     }
 
+    /// The experts' (tensor, expert) parallel sizes: as given, else all of `tp ×
+    /// attention_dp` as tensor parallelism (the reference's default: moe_tp = tp, ep = 1,
+    /// widened by attention DP). Checks the reference's constraint
+    /// `tp × attention_dp = moe_tp × moe_ep`.
+    pub fn moe_parallelism(&self) -> Result<(u32, u32), String> {
+        let width = self.tp * self.attention_dp;
+        let (mtp, mep) = match (self.moe_tp, self.moe_ep) {
+            (None, None) => (width, 1),
+            (Some(t), None) => (t, (width / t.max(1)).max(1)),
+            (None, Some(e)) => ((width / e.max(1)).max(1), e),
+            (Some(t), Some(e)) => (t, e),
+        };
+        if mtp == 0 || mep == 0 || mtp * mep != width {
+            return Err(format!(
+                "moe_tp_size × moe_ep_size ({mtp} × {mep}) must equal tp × attention_dp ({} × {}): the experts run on the same GPUs as attention",
+                self.tp, self.attention_dp
+            ));
+        }
+        Ok((mtp, mep))
+    }
+
+    /// GPUs one engine occupies: `tp × attention_dp × pp` (= `moe_tp × moe_ep × pp`).
+    pub fn gpus(&self) -> u32 {
+        self.tp * self.attention_dp * self.pp
+    }
+
     /// The framework of the data: the `backend` given, else the engine's scheduler.
     pub fn data_backend(&self, engine: Backend) -> Backend {
         self.backend.unwrap_or(engine)
@@ -220,6 +269,8 @@ pub struct AisModel {
     pub dtypes: Dtypes,
     pub tp: u32,
     pub pp: u32,
+    /// Attention data-parallel ranks the engine aggregates.
+    pub attention_dp: u32,
     pub backend: Backend,
     graph: Graph,
     memo: Mutex<Memo>,
@@ -249,7 +300,18 @@ impl AisModel {
         let (g, k, f) = args.dtypes()?;
         let dtypes = Dtypes::resolve(&shape, backend, g, k, f);
         let graph = Graph::dense(&shape, args.tp, args.pp, dtypes)?;
-        let m = AisModel { data, shape, model_name, dtypes, tp: args.tp, pp: args.pp, backend, graph, memo: Mutex::new(Memo::default()) };
+        let m = AisModel {
+            data,
+            shape,
+            model_name,
+            dtypes,
+            tp: args.tp,
+            pp: args.pp,
+            attention_dp: args.attention_dp,
+            backend,
+            graph,
+            memo: Mutex::new(Memo::default()),
+        };
         m.try_prefill(1, 1, 0)?;
         m.try_decode(1, 1)?;
         Ok(m)
@@ -264,6 +326,7 @@ impl AisModel {
     /// Milliseconds of the prefill part of a pass: `batch` requests whose floor-mean length
     /// after this chunk is `isl`, of which `prefix` were already in KV.
     pub fn prefill_ms(&self, batch: u64, isl: u64, prefix: u64) -> f64 {
+        let batch = self.rank_batch(batch);
         let mut memo = self.memo.lock().expect("memo");
         if let Some(&v) = memo.prefill.get(&(batch, isl, prefix)) {
             return v;
@@ -277,6 +340,7 @@ impl AisModel {
     /// Milliseconds of one decode step of `batch` requests holding `active_kv` tokens.
     pub fn decode_ms(&self, batch: u64, active_kv: u64) -> f64 {
         let s = active_kv / batch.max(1) + 1;
+        let batch = self.rank_batch(batch);
         let mut memo = self.memo.lock().expect("memo");
         if let Some(&v) = memo.decode.get(&(batch, s)) {
             return v;
@@ -284,6 +348,18 @@ impl AisModel {
         let v = Self::decode_shape(batch, s).and_then(|sh| self.sum(&mut memo, false, sh)).unwrap_or(0.0);
         memo.decode.insert((batch, s), v);
         v
+    }
+
+    /// The batch one attention-DP rank is priced with: `ceil(batch / attention_dp)` (the
+    /// reference's rule when one engine aggregates its ranks; the mean lengths are the
+    /// engine's).
+    pub fn rank_batch(&self, batch: u64) -> u64 {
+        batch.div_ceil(self.attention_dp.max(1) as u64)
+    }
+
+    /// GPUs the engine occupies: `tp × attention_dp × pp`.
+    pub fn gpus(&self) -> u32 {
+        self.tp * self.attention_dp * self.pp
     }
 
     fn u32_of(v: u64, what: &str) -> Result<u32, String> {
@@ -386,5 +462,42 @@ pub fn resolve_model(model: &Value, bundled: Option<&Value>) -> Result<(ModelSha
         }
         Value::Object(_) => Ok((ModelShape::from_config(model).map_err(|e| format!("model.{e}"))?, "custom".to_string())),
         _ => Err("model: expected a bundled model's name or a config.json object".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: Value) -> Result<AisArgs, String> {
+        let a = AisArgs::from_map(v.as_object().unwrap())?;
+        a.validate()?;
+        Ok(a)
+    }
+
+    /// The reference's MoE parallelism fields, in both spellings, and its constraint.
+    #[test]
+    fn moe_parallelism_reads_the_reference_fields_and_checks_the_constraint() {
+        let base = serde_json::json!({"model": "deepseek-ai/DeepSeek-R1", "system": "h200_sxm"});
+        let with = |extra: Value| {
+            let mut v = base.clone();
+            v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            args(v)
+        };
+        // SGLang's --tp 8 --ep 8 --dp 8 --enable-dp-attention: attention TP 1 × DP 8 = EP 8.
+        let a = with(serde_json::json!({"tp": 1, "attention_dp_size": 8, "moe_tp_size": 1, "moe_ep_size": 8, "moe_dtype": "fp8_block"}))
+            .unwrap();
+        assert_eq!((a.attention_dp, a.moe_parallelism().unwrap(), a.gpus()), (8, (1, 8), 8));
+        assert_eq!(a.moe_quant_mode.as_deref(), Some("fp8_block"));
+        // The engine-argument names (aic_*) read unchanged.
+        let a =
+            with(serde_json::json!({"aic_tp_size": 4, "aic_attention_dp_size": 2, "aic_moe_ep_size": 8, "aic_moe_tp_size": 1})).unwrap();
+        assert_eq!((a.tp, a.attention_dp, a.moe_parallelism().unwrap(), a.gpus()), (4, 2, (1, 8), 8));
+        // Unset: the experts take the whole width as tensor parallelism.
+        assert_eq!(with(serde_json::json!({"tp": 8})).unwrap().moe_parallelism().unwrap(), (8, 1));
+        let e = with(serde_json::json!({"tp": 8, "moe_tp_size": 1, "moe_ep_size": 4})).unwrap_err();
+        assert!(e.contains("moe_tp_size × moe_ep_size (1 × 4) must equal tp × attention_dp (8 × 1)"), "{e}");
+        assert!(with(serde_json::json!({"attention_dp": 0})).unwrap_err().contains("attention_dp"));
+        assert!(with(serde_json::json!({"moe_quant_mode": "fp3"})).unwrap_err().contains("moe_quant_mode"));
     }
 }

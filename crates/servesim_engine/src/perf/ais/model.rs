@@ -60,8 +60,14 @@ impl ModelShape {
             .and_then(|a| a.as_str())
             .ok_or("architectures: expected a list naming the model class")?;
         let Some(&(_, qk_norm)) = DENSE.iter().find(|(a, _)| *a == arch) else {
+            // A shape servesim reads (MoE, MLA) whose measured ops are not converted yet.
+            let what = match crate::perf::roofline::ModelSpec::from_hf_config(cfg) {
+                Ok(m) if m.kv_lora_rank.is_some() => "a mixture of experts with latent attention (MLA)",
+                Ok(m) if m.num_experts > 0 => "a mixture of experts",
+                _ => "not a dense decoder",
+            };
             return Err(format!(
-                "architectures: `{arch}` is not a dense decoder the measured-kernel model times (it times {}); MoE, MLA and hybrid models are not modelled yet",
+                "architectures: `{arch}` is {what}; the measured-kernel model times dense decoders only ({}) — its MoE and MLA kernel tables are not converted yet; time it with the roofline (timing_model type `roofline`, which reads this config.json)",
                 DENSE.iter().map(|d| d.0).collect::<Vec<_>>().join(", ")
             ));
         };

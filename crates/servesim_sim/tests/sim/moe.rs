@@ -1,0 +1,60 @@
+//! MoE, MLA and attention data parallelism: the measured-kernel model's parallelism fields,
+//! its batch rule and GPU count, and the roofline's reading of MoE/MLA configs.
+
+use crate::common::repo;
+use serde_json::json;
+use servesim_engine::EngineArgs;
+use servesim_sim::DirFiles;
+use servesim_sim::kernels::model_for;
+
+fn files() -> DirFiles {
+    DirFiles::beside(&repo("tests/ais/cases/x.json"))
+}
+
+fn ais(extra: serde_json::Value) -> Result<servesim_engine::perf::ais::AisModel, String> {
+    let mut tm = json!({"type": "ais", "model": "Qwen/Qwen3-32B", "system": "h200_sxm"});
+    tm.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    let engine = EngineArgs::from_json(&json!({"backend": "sglang", "timing_model": tm})).map_err(|e| e.0)?;
+    model_for(&engine, &mut files()).map_err(|e| e.to_string())
+}
+
+/// With attention DP the engine aggregates its ranks: a pass of n requests is priced as one
+/// rank's pass of ceil(n / dp) at the engine's mean lengths; the KV pool is every rank's.
+#[test]
+fn attention_dp_prices_one_rank_at_ceil_batch() {
+    let one = ais(json!({"tp": 2})).unwrap();
+    let dp = ais(json!({"tp": 2, "attention_dp_size": 4, "moe_tp_size": 8})).unwrap();
+    assert_eq!((one.gpus(), dp.gpus()), (2, 8));
+    // 13 requests over 4 ranks: 4 each. Means are the engine's (13 × 3000 / 13 = 3000).
+    assert_eq!(dp.decode_ms(13, 13 * 3000).to_bits(), one.decode_ms(4, 4 * 3000).to_bits());
+    assert_eq!(dp.prefill_ms(9, 2048, 512).to_bits(), one.prefill_ms(3, 2048, 512).to_bits());
+    let (p1, p4) = (one.kv_pool(8192, 0.88).unwrap(), dp.kv_pool(8192, 0.88).unwrap());
+    assert_eq!(p4.kv_tokens, p1.kv_tokens, "each rank holds what a TP-2 engine holds");
+    assert_eq!(p4.engine_kv_tokens, 4 * p1.kv_tokens);
+    // The reference's constraint.
+    let e = ais(json!({"tp": 2, "attention_dp_size": 4, "moe_ep_size": 3})).unwrap_err();
+    assert!(e.contains("must equal tp × attention_dp"), "{e}");
+}
+
+/// A MoE/MLA model is read, and the measured-kernel model says what it does not time yet.
+#[test]
+fn measured_kernels_name_the_moe_shapes_they_do_not_time_yet() {
+    let cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo("tests/models/deepseek-r1-0528/config.json")).unwrap()).unwrap();
+    let e = ais(json!({"model": cfg, "tp": 1, "attention_dp_size": 8, "moe_ep_size": 8, "moe_tp_size": 1})).unwrap_err();
+    assert!(e.contains("DeepseekV3ForCausalLM") && e.contains("latent attention") && e.contains("roofline"), "{e}");
+}
+
+/// The roofline reads the same config.json and gives the engine its GPUs and KV pool.
+#[test]
+fn roofline_sizes_deepseek_r1_from_its_config() {
+    let cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo("tests/models/deepseek-r1-0528/config.json")).unwrap()).unwrap();
+    let spec = servesim_engine::perf::roofline::ModelSpec::from_hf_config(&cfg).unwrap();
+    let launch = servesim_engine::LaunchConfig::from_json(&json!({"engine": {"backend": "sglang", "block_size": 64,
+        "timing_model": {"type": "roofline", "model": spec, "gpu": "h200", "tp": 1, "attention_dp": 8}}}))
+    .unwrap();
+    assert_eq!(launch.gpus_per_worker(), 8);
+    assert_eq!(launch.engine.num_gpu_blocks, Some(100_150), "801 k tokens per rank, 8 ranks");
+    assert_eq!(launch.engine.kv_bytes_per_token, Some(35_136));
+}
