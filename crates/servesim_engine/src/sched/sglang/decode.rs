@@ -229,8 +229,17 @@ pub(super) fn decode_pass(core: &mut SglangCore) {
         return;
     }
 
-    core.out.duration = decode_time(core, &core.running);
-    core.out.scheduled_tokens += core.running.len() as u64;
+    // A transferred request that asked for no output leaves with this step without
+    // computing: the step is timed over the others (no time when it is alone), as in the
+    // reference.
+    if core.running.iter().any(|&s| core.req(s).remaining_output() == 0) {
+        let live: Vec<u32> = core.running.iter().copied().filter(|&s| core.req(s).remaining_output() > 0).collect();
+        core.out.duration = if live.is_empty() { Default::default() } else { decode_time(core, &live) };
+        core.out.scheduled_tokens += live.len() as u64;
+    } else {
+        core.out.duration = decode_time(core, &core.running);
+        core.out.scheduled_tokens += core.running.len() as u64;
+    }
     if core.fpm {
         for &s in &core.running {
             let len = core.req(s).seq.len();
