@@ -379,7 +379,11 @@ impl KernelData {
             .map_err(|e| e.0.clone())
     }
 
-    fn grid<'a>(&'a self, lazy: &'a Lazy, f: &dyn Fn(&[(&[u32], LeafValue)]) -> Result<Table, DataError>) -> Result<Option<&'a Grid>, String> {
+    fn grid<'a>(
+        &'a self,
+        lazy: &'a Lazy,
+        f: &dyn Fn(&[(&[u32], LeafValue)]) -> Result<Table, DataError>,
+    ) -> Result<Option<&'a Grid>, String> {
         match self.build(lazy, f)? {
             Table::Grid(g) => Ok(Some(g)),
             _ => unreachable!("a grid slice builds a grid"),
