@@ -249,6 +249,9 @@ enum Table {
     Curve(Curve),
 }
 
+/// Builds a slice's table from its points (coordinates, value).
+type Builder<'b> = &'b dyn Fn(&[(&[u32], LeafValue)]) -> Result<Table, DataError>;
+
 /// A slice's index in `meta.slices` and its table once built.
 struct Lazy {
     slice: usize,
@@ -368,7 +371,7 @@ impl KernelData {
         Ok((rows, latency.iter().zip(&power).map(|(&l, &p)| LeafValue::with_power(l, p)).collect()))
     }
 
-    fn build<'a>(&'a self, lazy: &'a Lazy, f: &dyn Fn(&[(&[u32], LeafValue)]) -> Result<Table, DataError>) -> Result<&'a Table, String> {
+    fn build<'a>(&'a self, lazy: &'a Lazy, f: Builder<'_>) -> Result<&'a Table, String> {
         lazy.table
             .get_or_init(|| {
                 let (rows, values) = self.points(lazy.slice)?;
@@ -379,11 +382,7 @@ impl KernelData {
             .map_err(|e| e.0.clone())
     }
 
-    fn grid<'a>(
-        &'a self,
-        lazy: &'a Lazy,
-        f: &dyn Fn(&[(&[u32], LeafValue)]) -> Result<Table, DataError>,
-    ) -> Result<Option<&'a Grid>, String> {
+    fn grid<'a>(&'a self, lazy: &'a Lazy, f: Builder<'_>) -> Result<Option<&'a Grid>, String> {
         match self.build(lazy, f)? {
             Table::Grid(g) => Ok(Some(g)),
             _ => unreachable!("a grid slice builds a grid"),

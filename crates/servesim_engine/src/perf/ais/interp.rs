@@ -461,6 +461,10 @@ struct Site {
     curve: Vec<(u32, LeafValue)>,
 }
 
+/// A GEMM site (n, k) and its points along m.
+type Site2 = (u32, u32);
+type Curve1 = Vec<(u32, LeafValue)>;
+
 /// Sites by (log₂ distance, enumeration index) from one (n, k).
 type Ranked = std::sync::Arc<Vec<(f64, usize)>>;
 
@@ -482,7 +486,7 @@ impl SiteCurves {
         let mut sorted = order_by(points.len(), &|a, b| at(a).cmp(&at(b)));
         sorted.dedup_by(|b, a| at(*a) == at(*b));
         // Each site's curve along m, the sites in (n, k) order.
-        let mut by_site: Vec<((u32, u32), Vec<(u32, LeafValue)>)> = Vec::new();
+        let mut by_site: Vec<(Site2, Curve1)> = Vec::new();
         for i in sorted {
             let (n, k, m) = at(i);
             match by_site.last_mut() {
