@@ -36,9 +36,7 @@ fn predict_file(path: &Path, sets: &[&str]) -> Result<(predict::Mapped, servesim
 }
 
 /// Files servesim refuses, and the field each refusal names (docs/predict.md lists them).
-const REFUSED: &[(&str, &str)] = &[
-    ("08-synthetic-throughput-planner.yaml", "planner.target: not simulated by servesim"),
-];
+const REFUSED: &[(&str, &str)] = &[("08-synthetic-throughput-planner.yaml", "planner.target: not simulated by servesim")];
 
 /// With its load planner in the loop, the reference starts the second session's first
 /// prefill 1 ms later than servesim (without the planner the two agree request by request;
