@@ -233,9 +233,11 @@ fn engine(e: &mut Obj, files: &mut dyn Files, derived: &mut Map<String, Value>) 
             // The roofline timing sizes its pool itself (weights per attention-DP rank, experts
             // over all GPUs, MLA's latent on every tensor-parallel GPU).
             let mut fields = r.engine["timing_model"].clone();
-            fields.as_object_mut().map(|o| o.remove("type"));
-            let args: RooflineArgs = serde_json::from_value(fields)
-                .map_err(|e| SimError::new(format!("engine.workers.{}.timing: {e}", r.name)))?;
+            if let Some(o) = fields.as_object_mut() {
+                o.remove("type");
+            }
+            let args: RooflineArgs =
+                serde_json::from_value(fields).map_err(|e| SimError::new(format!("engine.workers.{}.timing: {e}", r.name)))?;
             let roofline = Roofline::new(&args).map_err(|e| SimError::new(format!("engine.workers.{}.timing: {e}", r.name)))?;
             let blocks = roofline.num_gpu_blocks(r.block_size);
             if blocks == 0 {
