@@ -19,6 +19,13 @@ rm -rf web/pkg
 # --no-opt: wasm-pack would download its own binaryen; ours comes from npm (below).
 wasm-pack --quiet build crates/servesim_wasm --target web --out-dir ../../web/pkg --out-name servesim_wasm \
   --mode no-install --no-opt --profile wasm -- --locked
+# The search module (crates/servesim_search: DynoSim's YAML, recommend's search and its
+# candidate runs) is a second package in web/pkg/search/, fetched only when the page searches:
+# the engine download the playground needs first stays small (docs/performance.md, "Size").
+wasm-pack --quiet build crates/servesim_search --target web --out-dir ../../web/pkg/search --out-name servesim_search \
+  --mode no-install --no-opt --profile wasm -- --locked
+# One package (`servesim`, with `servesim/search` as a subpath): the inner package.json goes.
+rm -f web/pkg/search/package.json web/pkg/search/.gitignore web/pkg/search/README.md
 WASM_OPT=${WASM_OPT:-node_modules/.bin/wasm-opt}
 if [ -x "$WASM_OPT" ]; then
   ver=$("$WASM_OPT" --version | grep -oE '[0-9]+' | head -1)
@@ -29,9 +36,11 @@ if [ -x "$WASM_OPT" ]; then
   # Features come from the module's target_features section (never set `strip = true`).
   # -Os with the profile's opt-level "s": the download under 1.2 MB (docs/performance.md);
   # WASM_OPT_LEVEL=-O3 with CARGO_PROFILE_WASM_OPT_LEVEL=3 builds the faster, larger module.
-  "$WASM_OPT" "${WASM_OPT_LEVEL:--Os}" web/pkg/servesim_wasm_bg.wasm -o web/pkg/servesim_wasm_bg.wasm
+  for m in web/pkg/servesim_wasm_bg.wasm web/pkg/search/servesim_search_bg.wasm; do
+    "$WASM_OPT" "${WASM_OPT_LEVEL:--Os}" "$m" -o "$m"
+  done
 else
-  echo "build-wasm: no wasm-opt (run npm ci first); keeping the unoptimised module" >&2
+  echo "build-wasm: no wasm-opt (run npm ci first); keeping the unoptimised modules" >&2
 fi
 # The package's npm identity (wasm-pack takes the crate's name) and its entry points: the
 # module, its types, and the .wasm itself (Node reads it from disk: examples/node/run.mjs).
@@ -40,5 +49,7 @@ fi
   'keywords[]=llm' 'keywords[]=inference' 'keywords[]=simulator' 'keywords[]=kv-cache' 'keywords[]=webassembly' \
   'exports[.][types]=./servesim_wasm.d.ts' 'exports[.][default]=./servesim_wasm.js' \
   'exports[./servesim_wasm_bg.wasm]=./servesim_wasm_bg.wasm' 'exports[./package.json]=./package.json' \
+  'exports[./search][types]=./search/servesim_search.d.ts' 'exports[./search][default]=./search/servesim_search.js' \
+  'exports[./search/servesim_search_bg.wasm]=./search/servesim_search_bg.wasm' 'files[]=search' \
   'engines.node=>=20.6')
-ls -l web/pkg/servesim_wasm_bg.wasm | awk '{print "build-wasm: web/pkg/servesim_wasm_bg.wasm " $5 " bytes"}'
+ls -l web/pkg/servesim_wasm_bg.wasm web/pkg/search/servesim_search_bg.wasm | awk '{print "build-wasm: " $9 " " $5 " bytes"}'

@@ -17,6 +17,7 @@ cargo test --locked -p servesim_aisdata
 
 section "wasm adapter in Node (wasm-pack test; wasm-bindgen-test-runner from PATH)"
 wasm-pack test --node --mode no-install crates/servesim_wasm --locked
+wasm-pack test --node --mode no-install crates/servesim_search --locked
 section "web build (wasm + static site in web/dist)"
 npm run build
 section "wasm and native agree, byte for byte (every conformance case through both)"

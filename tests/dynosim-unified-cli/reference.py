@@ -3,7 +3,11 @@
 servesim maps them, and stores the reference's figures for the Rust test to compare with.
 
 usage (from this directory, with the reference's python; see ../../docs/predict.md):
-  DYN_LOG=error /work/ref/bin/python reference.py BIN [--write]
+  DYN_LOG=error /work/ref/bin/python reference.py BIN [--write] [--only NAME]
+Files with measured (AIS) timing or the AIS prefill-load model (07 and variants/) need the AIS
+oracle's python (/work/ais/bin/python, ../../shared/oracle/ais/): run with it, it puts the
+AIS shim on the path. --only NAME runs the files whose name contains NAME and keeps the
+stored figures of the others.
 
 For each file servesim can run, `BIN predict FILE --scenario` prints the scenario the file
 maps to; this script hands the same load and engines to the reference's
@@ -16,14 +20,22 @@ import json, os, subprocess, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ORACLE = "/work/shared/oracle"
 try:
-    import aisimulate  # noqa: F401
+    import aiconfigurator_core  # noqa: F401  (the AIS oracle's venv: its shim times measured kernels)
+    sys.path.insert(0, os.path.join(ORACLE, "ais", "shim"))
+    import logging
+    logging.disable(logging.WARNING)
 except ImportError:
-    sys.path.append(os.path.join(ORACLE, "shim"))
+    try:
+        import aisimulate  # noqa: F401
+    except ImportError:
+        sys.path.append(os.path.join(ORACLE, "shim"))
 from dynamo.replay import run_trace_replay
 from dynamo.replay.api import run_synthetic_trace_replay
 from dynamo.llm import KvRouterConfig
 
 P = "components/src/dynamo/replay/tests/e2e/configs/unified_cli/predict/dynamo"
+# servesim's own variants of the shipped files (the measured prefill-load model deciding).
+VARIANTS = "variants"
 KEYS = ["num_requests", "completed_requests", "total_input_tokens", "total_output_tokens", "duration_ms",
         "mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "mean_e2e_latency_ms", "p99_e2e_latency_ms",
         "prefix_cache_reused_ratio", "output_throughput_tok_s", "goodput_completed_requests"]
@@ -38,11 +50,26 @@ def launch(engine, dp, tp, startup, role=None):
     return {"engine": e, "dp_size": dp, "tensor_parallel_size": tp, "startup_time": startup}
 
 
-def kwargs_of(s):
+def model_path(yaml_path):
+    """The file's engine.model, as the reference resolves it (from the Dynamo root: here)."""
+    for line in open(os.path.join(HERE, yaml_path)):
+        if line.strip().startswith("model:"):
+            return os.path.join(HERE, line.split(":", 1)[1].strip())
+    raise ValueError(f"{yaml_path}: no engine.model")
+
+
+def kwargs_of(s, yaml_path):
     c = s["cluster"]
     kw = {"router_mode": c.get("router_mode", "round_robin"), "capture_per_request": True}
     if "router_config" in c:
         kw["router_config"] = KvRouterConfig.from_json(json.dumps(c["router_config"]))
+    if "ais_perf_config" in c:
+        # The router's measured prefill-load estimate: the reference takes the model as a path.
+        from dynamo.llm import AisPerfConfig
+        a = dict(c["ais_perf_config"])
+        if isinstance(a.get("model"), dict):
+            a["model"] = model_path(yaml_path)
+        kw["ais_perf_config"] = AisPerfConfig(config=a)
     if "num_prefill_workers" in c:
         kw.update(prefill_engine_args=launch(c["prefill_engine"], c["prefill_dp_size"], c["prefill_tensor_parallel_size"], c["prefill_startup_time"], "prefill"),
                   decode_engine_args=launch(c["decode_engine"], c["decode_dp_size"], c["decode_tensor_parallel_size"], c["decode_startup_time"], "decode"),
@@ -59,12 +86,34 @@ def kwargs_of(s):
     return kw
 
 
-def reference(s):
-    kw = kwargs_of(s)
+def ais_engine(e, yaml_path):
+    """servesim's `{"type": "ais", ...}` timing as the reference's external AIS provider."""
+    t = e.get("timing_model", {})
+    if t.get("type") != "ais":
+        return e
+    cfg = {k: v for k, v in t.items() if k != "type"}
+    if isinstance(cfg.get("model"), dict):
+        cfg["model"] = model_path(yaml_path)
+    cfg.setdefault("worker_type", {"prefill": "prefill", "decode": "decode"}.get(e.get("worker_type"), "aggregated"))
+    return {**e, "timing_model": {"type": "external", "provider": "ais", "config": cfg}}
+
+
+def reference(s, yaml_path):
+    for k in ("prefill_engine", "decode_engine"):
+        if k in s["cluster"]:
+            s["cluster"][k] = ais_engine(s["cluster"][k], yaml_path)
+    s["engine"] = ais_engine(s["engine"], yaml_path)
+    kw = kwargs_of(s, yaml_path)
     w = s["workload"]
     if w["type"] == "trace":
         kw.update(trace_format=w.get("format", "mooncake"), trace_block_size=w.get("trace_block_size", 512),
                   max_sim_time_ms=s.get("max_sim_time_ms"))
+        agentic = w.get("format") == "agentic_mooncake" or (
+            w.get("format") == "dynamo" and "agent_context" in open(os.path.join(HERE, w["path"])).read())
+        if agentic:
+            # A request graph needs a target model named (a label: every request runs on the
+            # engine given).
+            kw["execution_model"] = "predict-target"
         if "concurrency" in w:
             kw["replay_concurrency"] = w["concurrency"]
         else:
@@ -94,15 +143,21 @@ def rows(report):
 def main():
     bin_, write = sys.argv[1], "--write" in sys.argv
     out = {}
-    for name in sorted(os.listdir(os.path.join(HERE, P))):
-        path = os.path.join(P, name)
+    names = [(n, os.path.join(P, n)) for n in sorted(os.listdir(os.path.join(HERE, P)))]
+    names += [(f"{VARIANTS}/{n}", os.path.join(VARIANTS, n)) for n in sorted(os.listdir(os.path.join(HERE, VARIANTS)))]
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+    if os.path.exists(os.path.join(HERE, "reference-figures.json")):
+        out = json.load(open(os.path.join(HERE, "reference-figures.json")))["files"]
+    for name, path in names:
+        if only and only not in name:
+            continue
         mapped = subprocess.run([bin_, "predict", path, "--scenario"], cwd=HERE, capture_output=True, text=True)
         if mapped.returncode != 0:
             print(f"{name}: refused: {mapped.stderr.strip().split(': ', 1)[-1]}")
             continue
         s = json.loads(mapped.stdout)
         ours = json.loads(subprocess.run([bin_, "predict", path], cwd=HERE, capture_output=True, text=True, check=True).stdout)["summary"]
-        rep = reference(s)
+        rep = reference(s, path)
         theirs = {k: rep.summary[k] for k in KEYS if k in rep.summary}
         diff = {k: (ours.get(k), v) for k, v in theirs.items() if not (isinstance(v, (int, float)) and ours.get(k) is not None and abs(ours[k] - v) <= 1e-3 * max(1.0, abs(v)))}
         print(f"{name}: {'agrees' if not diff else 'DIFFERS ' + json.dumps(diff)}")

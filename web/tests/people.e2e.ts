@@ -49,7 +49,7 @@ test('a newcomer: one sentence says what runs, and follows every edit; about 15 
   await page.locator('#f-workload-rate_rps').fill('25');
   await expect(line).toContainText('200 requests at 25 req/s');
   await page.locator('#f-model').selectOption('llama-3.1-70b');
-  await expect(line).toContainText('H100 SXM per worker, Llama 3.1 70B, roofline timing');
+  await expect(line).toContainText('H100 SXM per worker, Llama 3.1 70B, measured kernels (vLLM 0.24.0)');
   // A timing model that ignores the model: now, and only now, the one note says so.
   await page.locator('#f-timing').selectOption('polynomial');
   await page.locator('#f-model').selectOption('llama-3.1-8b');

@@ -350,10 +350,13 @@ test('a 200,000-line uploaded trace runs with progress while the page stays resp
   await expect(page.locator('#status')).toHaveAttribute('data-state', 'running');
   await expect.poll(() => page.locator('#progress').evaluate((p) => (p as HTMLProgressElement).value), { timeout: 30_000 }).toBeGreaterThan(0);
   // The main thread answers, and the form takes input, while the engine works.
+  // The figures are printed; the bound is 10× the 50 ms target, so a busy machine never fails it.
   for (let i = 0; i < 3; i++) {
     const t0 = Date.now();
     await page.evaluate(() => 1 + 1);
-    expect(Date.now() - t0).toBeLessThan(500);
+    const answer = Date.now() - t0;
+    console.log(`trace-responsive: the main thread answered in ${answer} ms (target 50 ms)`);
+    expect(answer).toBeLessThan(10 * 50);
   }
   await page.locator('#f-name').fill('typed while running');
   await expect(page.locator('#f-name')).toHaveValue('typed while running');
@@ -370,10 +373,12 @@ test('a long run shows progress, keeps the page responsive and can be cancelled'
   await expect(page.locator('#status')).toHaveAttribute('data-state', 'running');
   await expect(page.locator('#cancel')).toBeVisible();
   await expect.poll(() => page.locator('#progress').evaluate((p) => (p as HTMLProgressElement).value), { timeout: 10_000 }).toBeGreaterThan(0);
-  // The main thread answers while the engine works.
+  // The main thread answers while the engine works (printed; bound 10× the 50 ms target).
   const t0 = Date.now();
   await page.evaluate(() => 1 + 1);
-  expect(Date.now() - t0).toBeLessThan(500);
+  const answer = Date.now() - t0;
+  console.log(`run-responsive: the main thread answered in ${answer} ms (target 50 ms)`);
+  expect(answer).toBeLessThan(10 * 50);
   await page.locator('#cancel').click();
   await expect(page.locator('#status')).toHaveAttribute('data-state', 'done');
   await expect(page.locator('#status')).toContainText('Cancelled');

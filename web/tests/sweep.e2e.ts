@@ -77,13 +77,15 @@ test('a worker-count sweep from a link names the smallest configuration meeting 
   if (!best) throw new Error('no point meets the SLO natively');
   const w = best.set['cluster.num_workers'];
   await expect(page.locator('#sweep-answer')).toContainText(
-    `The smallest configuration that meets the SLO: cluster.num_workers = ${w} (${best.summary.total_gpus} GPUs)`,
+    `The smallest configuration that meets the SLO: ${w} worker${w === 1 ? '' : 's'} (${best.summary.total_gpus} GPUs)`,
   );
   await expect(page.locator('#sweep-answer')).toHaveAttribute('data-point', String(best.point));
   const below = parsed.find((l) => l.set['cluster.num_workers'] === (w as number) - 1);
   if (below) {
     expect(below.meets_slo).toBe(false);
-    await expect(page.locator('#sweep-answer')).toContainText(`cluster.num_workers = ${(w as number) - 1} (${below.summary.total_gpus} GPUs) does not`);
+    await expect(page.locator('#sweep-answer')).toContainText(
+      `${(w as number) - 1} worker${(w as number) - 1 === 1 ? '' : 's'} (${below.summary.total_gpus} GPUs) does not`,
+    );
   }
   await expect(page.locator(`#sweep-table tr[data-point="${best.point}"]`)).toHaveClass('chosen');
 
@@ -128,8 +130,8 @@ test('the load-sweep preset runs in one click and finds the knee', async ({ page
   const url = page.url();
   expect(url).toContain('#v1.');
   const answer = (await page.locator('#sweep-answer').textContent()) ?? '';
-  expect(answer).toMatch(/^The SLO holds up to workload\.rate_rps = \d+ \(32 GPUs\)|^No configuration/);
-  await expect(page.locator('#sweep-knee')).toContainText('The knee: output throughput follows the load up to workload.rate_rps = ');
+  expect(answer).toMatch(/^The SLO holds up to [\d.]+ req\/s \(32 GPUs\)|^No configuration/);
+  await expect(page.locator('#sweep-knee')).toContainText(/The knee: output throughput follows the load up to [\d.]+ req\/s \(/);
   await panelShot(page.locator('#sweep'), info, 'sweep-load-desktop.png');
   const fresh = await page.context().newPage();
   await fresh.goto(url);
@@ -275,7 +277,7 @@ test('speed: 24 points of 2,000 requests in the page against servesim sweep --jo
   const text = `${JSON.stringify(results)}; page (2 workers) / CLI --jobs 2 = ${ratio.toFixed(2)}; speed-up 1 -> 2 workers = ${((results.page_1_workers_ms as number) / (results.page_2_workers_ms as number)).toFixed(2)}`;
   info.annotations.push({ type: 'sweep-speed', description: text });
   console.log(`sweep-speed: ${text}`);
-  // A loose bound: on a shared 2-core machine the ratio swings with the load (1.2 to 3.6
-  // measured); the measured ratio is in the annotation.
-  expect(ratio).toBeLessThan(6);
+  // A loose bound, 10× the 1.5× target: on a shared 2-core machine the ratio swings with the
+  // load (1.2 to 3.6 measured); the measured ratio is printed and in the annotation.
+  expect(ratio).toBeLessThan(10 * 1.5);
 });

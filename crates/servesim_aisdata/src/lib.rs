@@ -25,6 +25,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::{Field, Row};
 use serde_json::{Value, json};
 use servesim_engine::perf::ais::data::{FORMAT, FORMAT_VERSION, Meta, SliceMeta, SystemSpec, encode_values};
+use servesim_engine::perf::ais::sorted::SortedMap;
 
 pub type Error = String;
 
@@ -185,7 +186,7 @@ pub fn system_spec(package: &Path, system: &str) -> Result<(SystemSpec, PathBuf)
     let node = &y["node"];
     let misc = &y["misc"];
     let req = |v: &yaml_rust2::Yaml, k: &str| num(v).ok_or_else(|| format!("{}: `{k}` is missing", path.display()));
-    let mut nccl_mem = BTreeMap::new();
+    let mut nccl_mem = SortedMap::new();
     if let yaml_rust2::Yaml::Hash(h) = &misc["nccl_mem"] {
         for (k, v) in h {
             if let (Some(k), Some(v)) = (num(k), num(v)) {
@@ -484,13 +485,13 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
             "converter": format!("servesim-ais-convert {}", env!("CARGO_PKG_VERSION")), "license": "Apache-2.0 (the package's)",
         }),
         slices: slices.iter().map(|s| s.meta.clone()).collect(),
-        arrays: BTreeMap::new(),
+        arrays: SortedMap::new(),
     };
     Ok(Converted { bytes: write_zip(&meta, &slices)?, meta })
 }
 
 fn new_slice(kind: &str, key: Value, axes: &[&str], prefix: String, power: bool) -> Slice {
-    let key: BTreeMap<String, Value> = key.as_object().expect("object").clone().into_iter().collect();
+    let key: SortedMap<String, Value> = key.as_object().expect("object").clone().into_iter().collect();
     Slice {
         meta: SliceMeta {
             kind: kind.into(),
@@ -532,7 +533,7 @@ fn write_zip(meta: &Meta, slices: &[Slice]) -> Result<Vec<u8>, Error> {
     // Every array in one member (one deflate stream compresses better than hundreds of small
     // ones and spares their headers); meta.json says where each lies.
     let mut blob: Vec<u8> = Vec::new();
-    let mut arrays = BTreeMap::new();
+    let mut arrays = SortedMap::new();
     let mut put = |name: String, bytes: &[u8]| {
         arrays.insert(name, [blob.len(), bytes.len()]);
         blob.extend_from_slice(bytes);

@@ -209,7 +209,7 @@ fn simulate(path: &Path, scenario: bool, timeseries: bool, events: Option<&Path>
 }
 
 /// Where measured-kernel data is read from: `$SERVESIM_AIS_DATA`, else the clone's `data/ais/`.
-fn kernel_dir() -> PathBuf {
+pub(crate) fn kernel_dir() -> PathBuf {
     std::env::var_os("SERVESIM_AIS_DATA").map(PathBuf::from).unwrap_or_else(servesim_sim::default_kernel_dir)
 }
 

@@ -9,7 +9,7 @@ use std::path::Path;
 pub fn run(config: &Path, sets: &[String], format: &str, scenario_only: bool) -> Result<(), SimError> {
     let text = read(config)?;
     let src = config.display().to_string();
-    let mut files = PathFiles::beside(config);
+    let mut files = PathFiles::beside(config).with_kernels(crate::kernel_dir());
     let m = predict::predict(&text, &src, sets, &mut files)?;
     if scenario_only {
         return print(|w| writeln!(w, "{}", serde_json::to_string_pretty(&m.scenario_json).unwrap_or_default()));

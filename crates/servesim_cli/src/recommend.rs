@@ -47,7 +47,7 @@ pub fn run(
                 .map(|c| {
                     let config = config.to_path_buf();
                     scope.spawn(move || {
-                        let mut files = PathFiles::beside(&config);
+                        let mut files = PathFiles::beside(&config).with_kernels(crate::kernel_dir());
                         let outcome = match predict::map_candidate(search, c, &mut files) {
                             Err(o) => o,
                             Ok(m) => match search.precheck(m.gpus) {

@@ -323,8 +323,8 @@ fn predict_and_recommend_run_the_shipped_dynosim_files() {
     ]);
     let table = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(table.lines().any(|l| l.starts_with("requests") && l.trim_end().ends_with(" 10")), "{table}");
-    let o = run(&["predict", &format!("{dir}/predict/dynamo/07-synthetic-ais-router.yaml")]);
-    expect_error(&o, &["07-synthetic-ais-router.yaml:22: router.prefill_load_model.type: not simulated by servesim"]);
+    let o = run(&["predict", &format!("{dir}/predict/dynamo/08-synthetic-throughput-planner.yaml")]);
+    expect_error(&o, &["08-synthetic-throughput-planner.yaml:22: planner.target: not simulated by servesim"]);
 
     let out = scratch("recommend");
     let out_s = out.to_str().unwrap();

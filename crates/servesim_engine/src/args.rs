@@ -341,7 +341,9 @@ fn nullable<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
 
 impl Default for EngineArgs {
     fn default() -> Self {
-        serde_json::from_str("{}").expect("defaults deserialize")
+        // Through the same deserializer as parsing (`serde_path_to_error` over a `Value`): a
+        // second one (`from_str`) would put another copy of every field's code in the wasm.
+        serde_path_to_error::deserialize(&serde_json::Value::Object(Default::default())).expect("defaults deserialize")
     }
 }
 

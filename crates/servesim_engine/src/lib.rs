@@ -14,6 +14,6 @@ pub mod sequence;
 pub use args::{ArgsError, Backend, EngineArgs, LaunchConfig, WorkerType};
 pub use engine::Engine;
 pub use metrics::RankMetrics;
-pub use sched::contract::{HandOff, KvBlocks, RankSetup, Scheduler};
+pub use sched::contract::{HandOff, KvBlocks, RankSetup, Scheduler, TransferClock};
 pub use sched::output::{Admission, Finished, ForwardPassMetrics, Outcome, PassOutput, Reservation};
 pub use sequence::{Prompt, Request};

@@ -5,15 +5,12 @@
 
 use crate::replay::Case;
 use crate::report::Column;
-use crate::scenario::{Scenario, SimConfig, WorkloadSpec};
+use crate::scenario::{Profiles, Scenario, WorkloadSpec};
 use crate::workload::mooncake::TraceOptions;
 use crate::workload::{Workload, formats};
 use crate::{SimError, Simulation};
-use servesim_engine::EngineArgs;
-use servesim_engine::perf::interpolated::Profile;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -160,33 +157,6 @@ pub fn parse_trace(bytes: &[u8], opts: TraceOptions, name: &str) -> Result<Workl
     }
 }
 
-/// NPZ profiles the engines are timed by, loaded once, by the path the arguments give.
-#[derive(Clone, Debug, Default)]
-pub struct Profiles(BTreeMap<String, Arc<Profile>>);
-
-impl Profiles {
-    /// Loads the profile each engine of `cfg` names (`timing_model` `dynamo_profile` or
-    /// `planner_profile_data`).
-    pub fn load(cfg: &SimConfig, files: &mut dyn Files) -> Result<Self, SimError> {
-        let mut profiles = BTreeMap::new();
-        for engine in cfg.engines() {
-            let Some(path) = engine.profile_path() else { continue };
-            if profiles.contains_key(path) {
-                continue;
-            }
-            let bytes = files.read(path)?;
-            let profile = Profile::from_npz(&bytes).map_err(|e| SimError::new(format!("{path}: {e}")))?;
-            profiles.insert(path.to_string(), Arc::new(profile));
-        }
-        Ok(Profiles(profiles))
-    }
-
-    /// The profile `engine` is timed by, if it names one and it was loaded.
-    pub fn get(&self, engine: &EngineArgs) -> Option<Arc<Profile>> {
-        engine.profile_path().and_then(|p| self.0.get(p)).cloned()
-    }
-}
-
 /// How the time-series window is chosen.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Interval {
@@ -217,7 +187,7 @@ pub fn build(input: &Input, files: &mut dyn Files, opts: &BuildOptions) -> Resul
         Input::Scenario(s) => s.config()?,
         Input::Case(c) => c.config()?,
     };
-    cfg.profiles = Profiles::load(&cfg, files)?;
+    cfg.profiles = Profiles::load(&cfg, |path| files.read(path))?;
     cfg.kernels = crate::kernels::KernelSets::load(&mut cfg, files)?;
     let workload = match input {
         Input::Case(c) => files.trace(&c.trace, c.trace_options()?)?,

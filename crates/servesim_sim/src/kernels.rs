@@ -12,9 +12,9 @@ use crate::scenario::SimConfig;
 use serde_json::Value;
 use servesim_engine::perf::ais::data::KernelData;
 use servesim_engine::perf::ais::memory::{KvPool, default_fraction};
+use servesim_engine::perf::ais::sorted::SortedMap;
 use servesim_engine::perf::ais::{AisArgs, AisModel, resolve_model};
 use servesim_engine::{EngineArgs, LaunchConfig};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The index of the data files.
@@ -23,9 +23,11 @@ pub const INDEX: &str = "index.json";
 /// The models built for a run, by their timing-model arguments; and each pool's KV pool.
 #[derive(Clone, Debug, Default)]
 pub struct KernelSets {
-    models: BTreeMap<String, Arc<AisModel>>,
+    models: SortedMap<String, Arc<AisModel>>,
     /// The KV-pool arithmetic of pools whose pool the memory model sized, by the same key.
-    pub pools: BTreeMap<String, KvPool>,
+    pub pools: SortedMap<String, KvPool>,
+    /// The KV router's prefill-load estimate (`ais_perf_config`).
+    pub router: Option<Arc<AisModel>>,
 }
 
 fn key(engine: &EngineArgs) -> Option<String> {
@@ -73,11 +75,10 @@ pub fn pick_set<'a>(index: &'a Value, system: &str, backend: &str, version: Opti
     let mut found: Vec<&Value> =
         sets.iter().filter(|s| s["system"].as_str() == Some(system) && s["backend"].as_str() == Some(backend)).collect();
     if found.is_empty() {
-        let systems: std::collections::BTreeSet<&str> = sets.iter().filter_map(|s| s["system"].as_str()).collect();
-        return Err(format!(
-            "system: no measured-kernel data for `{system}` with {backend} (the data has: {})",
-            systems.into_iter().collect::<Vec<_>>().join(", ")
-        ));
+        let mut systems: Vec<&str> = sets.iter().filter_map(|s| s["system"].as_str()).collect();
+        servesim_engine::perf::ais::interp::sort_small(&mut systems, |a, b| a < b);
+        systems.dedup();
+        return Err(format!("system: no measured-kernel data for `{system}` with {backend} (the data has: {})", systems.join(", ")));
     }
     if let Some(v) = version {
         return found.into_iter().find(|s| s["version"].as_str() == Some(v)).ok_or_else(|| {
@@ -100,17 +101,33 @@ impl KernelSets {
     /// unset KV pools and KV bytes per token.
     pub fn load(cfg: &mut SimConfig, files: &mut dyn Files) -> Result<KernelSets, SimError> {
         let mut sets = KernelSets::default();
+        let mut index: Option<Value> = None;
+        let mut models: Option<Value> = None;
+        let mut data: SortedMap<String, Arc<KernelData>> = SortedMap::new();
+        if let Some(m) = &cfg.ais_perf_config {
+            // The router's estimate: its framework defaults to that of the engines whose
+            // prompts it places (the prefill pool's when disaggregated).
+            let field = |e: String| SimError::new(format!("cluster.ais_perf_config.{e}"));
+            let args = AisArgs::from_map(m).map_err(field)?;
+            let engine = cfg.disagg.as_ref().map_or(&cfg.launch.engine, |d| &d.prefill.engine);
+            let bytes = files.kernel_file(INDEX)?;
+            let idx: Value = serde_json::from_str(&String::from_utf8_lossy(&bytes))
+                .map_err(|e| SimError::new(format!("measured-kernel {INDEX}: {e}")))?;
+            let model = build_model(&args, engine, &idx, &mut models, &mut data, files).map_err(|e| match e {
+                Built::Field(e) => field(e),
+                Built::File(e) => e,
+            })?;
+            index = Some(idx);
+            sets.router = Some(Arc::new(model));
+        }
         let mut launches: Vec<(&str, &mut LaunchConfig)> = vec![("", &mut cfg.launch)];
         if let Some(d) = &mut cfg.disagg {
             launches.push(("cluster.prefill_engine.", &mut d.prefill));
             launches.push(("cluster.decode_engine.", &mut d.decode));
         }
-        if !launches.iter().any(|(_, l)| l.engine.timing_model.ais().is_some()) {
+        if !launches.iter().any(|(_, l)| l.engine.timing_model.ais().is_some()) && cfg.ais_perf_config.is_none() {
             return Ok(sets);
         }
-        let mut index: Option<Value> = None;
-        let mut models: Option<Value> = None;
-        let mut data: BTreeMap<String, Arc<KernelData>> = BTreeMap::new();
         for (at, launch) in launches {
             let Some(args) = launch.engine.timing_model.ais().map(|a| a.into_owned()) else { continue };
             let k = key(&launch.engine).expect("an ais timing model");
@@ -131,7 +148,7 @@ impl KernelSets {
                 )?;
                 sets.models.insert(k.clone(), Arc::new(model));
             }
-            let model = sets.models[&k].clone();
+            let model = sets.models.get(&k).expect("built above").clone();
             let engine = &mut launch.engine;
             if engine.kv_bytes_per_token.is_none() {
                 engine.kv_bytes_per_token = Some(model.kv_bytes_per_token());
@@ -181,7 +198,7 @@ pub fn model_for(engine: &EngineArgs, files: &mut dyn Files) -> Result<AisModel,
     let bytes = files.kernel_file(INDEX)?;
     let index: Value =
         serde_json::from_str(&String::from_utf8_lossy(&bytes)).map_err(|e| SimError::new(format!("measured-kernel {INDEX}: {e}")))?;
-    build_model(&args, engine, &index, &mut None, &mut BTreeMap::new(), files).map_err(|e| match e {
+    build_model(&args, engine, &index, &mut None, &mut SortedMap::new(), files).map_err(|e| match e {
         Built::Field(e) => SimError::new(format!("engine.timing_model.{e}")),
         Built::File(e) => e,
     })
@@ -192,10 +209,10 @@ pub fn model_for(engine: &EngineArgs, files: &mut dyn Files) -> Result<AisModel,
 /// bundled models from `models.json` with their shapes (read as the timing model reads them).
 pub fn catalog(index: &Value, models: Option<&Value>) -> Value {
     let sets = index.get("sets").cloned().unwrap_or(Value::Array(Vec::new()));
-    let mut systems: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    let mut systems: SortedMap<String, SortedMap<String, Vec<String>>> = SortedMap::new();
     for s in sets.as_array().into_iter().flatten() {
         if let (Some(sys), Some(b), Some(v)) = (s["system"].as_str(), s["backend"].as_str(), s["version"].as_str()) {
-            systems.entry(sys.into()).or_default().entry(b.into()).or_default().push(v.into());
+            systems.get_or_insert_with(sys.into(), SortedMap::new).get_or_insert_with(b.into(), Vec::new).push(v.into());
         }
     }
     for frameworks in systems.values_mut() {
@@ -212,12 +229,21 @@ pub fn catalog(index: &Value, models: Option<&Value>) -> Value {
         .into_iter()
         .flatten()
         .map(|(name, cfg)| match servesim_engine::perf::ais::model::ModelShape::from_config(cfg) {
-            Ok(m) => serde_json::json!({
-                "name": name, "architecture": m.architecture, "layers": m.layers, "hidden_size": m.hidden, "heads": m.heads,
-                "kv_heads": m.kv_heads, "head_size": m.head_size, "intermediate_size": m.intermediate, "vocab_size": m.vocab,
-                "max_position_embeddings": m.context,
-                "gemm_quant_mode": m.gemm.map(|q| q.name()), "kvcache_quant_mode": m.kv.map(|q| q.name()),
-            }),
+            Ok(m) => serde_json::to_value(BundledModel {
+                name,
+                architecture: &m.architecture,
+                layers: m.layers,
+                hidden_size: m.hidden,
+                heads: m.heads,
+                kv_heads: m.kv_heads,
+                head_size: m.head_size,
+                intermediate_size: m.intermediate,
+                vocab_size: m.vocab,
+                max_position_embeddings: m.context,
+                gemm_quant_mode: m.gemm.map(|q| q.name()),
+                kvcache_quant_mode: m.kv.map(|q| q.name()),
+            })
+            .unwrap_or(Value::Null),
             Err(e) => serde_json::json!({"name": name, "error": e}),
         })
         .collect();
@@ -225,6 +251,23 @@ pub fn catalog(index: &Value, models: Option<&Value>) -> Value {
         "package": index.get("package"), "package_version": index.get("package_version"),
         "sets": sets, "systems": systems, "models": bundled,
     })
+}
+
+/// A bundled model's shape in the catalog (a struct, not `json!`: the page's engine stays small).
+#[derive(serde::Serialize)]
+struct BundledModel<'a> {
+    name: &'a str,
+    architecture: &'a str,
+    layers: u32,
+    hidden_size: u32,
+    heads: u32,
+    kv_heads: u32,
+    head_size: u32,
+    intermediate_size: u32,
+    vocab_size: u32,
+    max_position_embeddings: u32,
+    gemm_quant_mode: Option<&'static str>,
+    kvcache_quant_mode: Option<&'static str>,
 }
 
 enum Built {
@@ -237,7 +280,7 @@ fn build_model(
     engine: &EngineArgs,
     index: &Value,
     models: &mut Option<Value>,
-    data: &mut BTreeMap<String, Arc<KernelData>>,
+    data: &mut SortedMap<String, Arc<KernelData>>,
     files: &mut dyn Files,
 ) -> Result<AisModel, Built> {
     args.validate().map_err(Built::Field)?;

@@ -3,7 +3,7 @@
 
 use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
-use crate::report::{Column, Sla, Slo};
+use crate::report::{Column, Slo};
 use crate::scenario::{Disagg, SimConfig};
 use crate::workload::TraceFormat;
 use crate::workload::mooncake::TraceOptions;
@@ -68,12 +68,21 @@ pub struct ReplayArgs {
     pub kv_event_lag_ms: Option<f64>,
     #[serde(default)]
     pub max_sim_time_ms: Option<f64>,
-    /// `mooncake` (default), `mooncake-delta`, `applied_compute_agentic` or `dynamo`.
+    /// `mooncake` (default), `mooncake-delta`, `applied_compute_agentic`, `dynamo` or
+    /// `agentic_mooncake`.
     #[serde(default)]
     pub trace_format: Option<String>,
+    /// The model an agentic trace's requests run on (the reference requires it for request
+    /// graphs; servesim runs every request on the configured engine either way).
+    #[serde(default)]
+    pub execution_model: Option<String>,
     /// The planner in the loop (Dynamo's `PlannerConfig` keys).
     #[serde(default)]
     pub planner_config: Option<serde_json::Value>,
+    /// The KV router's measured prefill-load estimate (with `router_config`'s
+    /// `router_prefill_load_model: ais`): the AIS timing model's fields.
+    #[serde(default)]
+    pub ais_perf_config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Case {
@@ -92,6 +101,9 @@ impl Case {
             None => TraceFormat::Mooncake,
             Some(f) => TraceFormat::parse(f).map_err(|e| SimError::new(format!("replay.trace_format: {e}")))?,
         };
+        if format == TraceFormat::AgenticMooncake && self.replay.execution_model.as_deref().is_none_or(|m| m.trim().is_empty()) {
+            return Err(SimError::new("replay.execution_model: agentic execution requires a configured target model"));
+        }
         if format.needs_closed_loop() && self.replay.replay_concurrency.is_none() {
             return Err(SimError::new(
                 "replay.trace_format: applied_compute_agentic needs replay_concurrency (its sessions have no start times)",
@@ -126,8 +138,8 @@ impl Case {
         if r.replay_concurrency == Some(0) {
             return Err(SimError::new("replay.replay_concurrency must be at least 1"));
         }
-        let sla = Sla { ttft_ms: r.sla_ttft_ms, itl_ms: r.sla_itl_ms, e2e_ms: r.sla_e2e_ms };
-        sla.validate("replay.sla_").map_err(SimError::new)?;
+        let slo = Slo { ttft_ms: r.sla_ttft_ms, itl_ms: r.sla_itl_ms, e2e_ms: r.sla_e2e_ms, ..Slo::default() };
+        slo.validate_per_request("replay.sla_").map_err(SimError::new)?;
         if let Some(lag) = r.kv_event_lag_ms {
             if !(lag.is_finite() && lag >= 0.0) {
                 return Err(SimError::new(format!("replay.kv_event_lag_ms must be finite and non-negative, got {lag}")));
@@ -177,10 +189,11 @@ impl Case {
             kernels: Default::default(),
             gpu_hour_usd: None,
             concurrency: r.replay_concurrency,
-            slo: Slo { ttft_ms: sla.ttft_ms, itl_ms: sla.itl_ms, e2e_ms: sla.e2e_ms, ..Slo::default() },
+            slo,
             kv_event_lag_ms: r.kv_event_lag_ms.unwrap_or(0.0),
             max_sim_time_ms: r.max_sim_time_ms,
             scaling: scaling_of(r, disagg_mode)?,
+            ais_perf_config: r.ais_perf_config.clone(),
         };
         cfg.validate()?;
         Ok(cfg)

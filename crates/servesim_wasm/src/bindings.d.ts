@@ -121,6 +121,10 @@ export type Summary = {
   gpu_hours: number;
   total_gpus: number;
   gpu_seconds: number;
+  /** With `gpu_hour_usd` set: the price, what the run's GPU time cost, and per million output tokens. */
+  gpu_hour_usd?: number;
+  cost_usd?: number;
+  cost_per_million_output_tokens_usd?: number;
   goodput_completed_requests?: number;
   goodput_request_throughput_rps?: number;
   goodput_output_throughput_tok_s?: number;
@@ -167,7 +171,71 @@ export interface PoolConfig {
     weight_gb_per_gpu?: number;
     prefill_ms?: number;
     decode_ms?: number;
+    /** Measured kernels (`ais`): where the timing comes from, `measured kernels: SYSTEM · BACKEND VERSION`. */
+    source?: string;
+    architecture?: string;
+    system?: string;
+    backend?: string;
+    backend_version?: string;
+    pp?: number;
+    gemm_quant_mode?: string;
+    kvcache_quant_mode?: string;
+    fmha_quant_mode?: string;
+    weight_gib_per_gpu?: number;
+    board_power_w?: number | null;
   };
+  /** Measured kernels with `num_gpu_blocks` unset: the memory model's arithmetic of one rank's pool. */
+  kv_pool?: KvPoolArithmetic;
+}
+
+/** One rank's KV pool by AIConfigurator's memory model, in bytes. */
+export interface KvPoolArithmetic {
+  gpu_memory_bytes: number;
+  fraction: number;
+  /** `of_total` (vLLM, SGLang: the fraction of the GPU's memory) or `of_free` (TRT-LLM: of what the rest leaves). */
+  fraction_of: 'of_total' | 'of_free';
+  weights_bytes: number;
+  activations_bytes: number;
+  nccl_bytes: number;
+  other_bytes: number;
+  kv_budget_bytes: number;
+  kv_bytes_per_token: number;
+  kv_tokens: number;
+}
+
+/** `kernelCatalog()`, parsed: the measured-kernel data the loaded index lists. */
+export interface KernelCatalog {
+  package: string | null;
+  package_version: string | null;
+  sets: {
+    system: string;
+    backend: string;
+    version: string;
+    file: string;
+    bytes: number;
+    gpu_memory_bytes?: number;
+    power_w?: number;
+    sm_version?: number;
+    loaded: boolean;
+  }[];
+  /** GPU → framework → versions, newest first. */
+  systems: Record<string, Record<string, string[]>>;
+  /** The bundled model configs, read as the timing model reads them (or why not). */
+  models: {
+    name: string;
+    architecture?: string;
+    layers?: number;
+    hidden_size?: number;
+    heads?: number;
+    kv_heads?: number;
+    head_size?: number;
+    intermediate_size?: number;
+    vocab_size?: number;
+    max_position_embeddings?: number;
+    gemm_quant_mode?: string | null;
+    kvcache_quant_mode?: string | null;
+    error?: string;
+  }[];
 }
 
 /** What a scenario runs with: `servesim run`'s `config`. */

@@ -3,31 +3,45 @@
 //! with [`load_kernel_data`], and every later run and inspection reads them from here.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use servesim_sim::SimError;
 
 thread_local! {
-    static FILES: RefCell<BTreeMap<String, Rc<Vec<u8>>>> = const { RefCell::new(BTreeMap::new()) };
+    /// By name, in the order they came (a handful: a list is all they need).
+    static FILES: RefCell<Vec<(String, Rc<Vec<u8>>)>> = const { RefCell::new(Vec::new()) };
+    /// The last file a call asked for and did not find: the page fetches it and calls again.
+    static MISSING: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
 /// Keeps a measured-kernel file under its name in the index (`index.json`, `models.json`,
 /// `h200_sxm/vllm-0.24.0.zip`).
 pub fn insert(name: &str, bytes: Vec<u8>) {
-    FILES.with(|f| f.borrow_mut().insert(name.to_string(), Rc::new(bytes)));
+    FILES.with(|f| {
+        let mut f = f.borrow_mut();
+        f.retain(|(n, _)| n != name);
+        f.push((name.to_string(), Rc::new(bytes)));
+    });
 }
 
 /// Names of the files loaded so far.
 pub fn loaded() -> Vec<String> {
-    FILES.with(|f| f.borrow().keys().cloned().collect())
+    FILES.with(|f| f.borrow().iter().map(|(n, _)| n.clone()).collect())
 }
 
-/// A loaded file's bytes, or an error telling the page what to fetch.
+/// A loaded file's bytes, or an error telling the page what to fetch (also kept for
+/// [`take_missing`]).
 pub fn get(name: &str) -> Result<Vec<u8>, SimError> {
-    FILES.with(|f| f.borrow().get(name).map(|b| b.to_vec())).ok_or_else(|| {
+    FILES.with(|f| f.borrow().iter().find(|(n, _)| n == name).map(|(_, b)| b.to_vec())).ok_or_else(|| {
+        MISSING.with(|m| *m.borrow_mut() = Some(name.to_string()));
         SimError::new(format!("measured-kernel data `{name}` is not loaded (fetch data/ais/{name} and pass it to loadKernelData)"))
     })
+}
+
+/// The file the last failed call missed, once: what the page must fetch before it calls
+/// again (the engine decides which file a scenario reads; the page only fetches it).
+pub fn take_missing() -> Option<String> {
+    MISSING.with(|m| m.borrow_mut().take())
 }
 
 /// The catalog of what data exists (see `servesim_sim::kernels::catalog`), from the loaded

@@ -12,7 +12,6 @@
 pub mod columns;
 pub mod events;
 pub mod kernels;
-pub mod predict;
 pub mod sweep;
 pub mod tiers;
 mod types;
@@ -56,6 +55,14 @@ fn columns_to_js(cols: &Columns) -> Object {
 #[wasm_bindgen(js_name = loadKernelData)]
 pub fn load_kernel_data(name: &str, bytes: &[u8]) {
     kernels::insert(name, bytes.to_vec());
+}
+
+/// The measured-kernel file (its name in the index) the last call that failed did not find
+/// loaded, once: fetch it, `loadKernelData` it, and call again. `undefined` when the last
+/// failure was of another kind.
+#[wasm_bindgen(js_name = missingKernelData)]
+pub fn missing_kernel_data() -> Option<String> {
+    kernels::take_missing()
 }
 
 /// What measured-kernel data exists, as JSON: `{"sets": [{system, backend, version, file,

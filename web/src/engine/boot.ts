@@ -4,13 +4,15 @@
 import type { JsonObject } from '../scenario/json';
 import { Engine } from './client';
 import type { Early } from './early';
-import type { Presets } from './protocol';
+import type { KernelCatalog, Presets } from './protocol';
 
 export interface Boot {
   engine: Engine;
   defaults: JsonObject;
   version: string;
   presets: Presets;
+  /** The measured-kernel data the site has (null: none; the roofline remains). */
+  kernels: KernelCatalog | null;
 }
 
 /** Starts the worker and waits for the engine's defaults. */
@@ -18,7 +20,13 @@ export async function boot(): Promise<Boot> {
   const early = (globalThis as { __servesimEarly?: Early }).__servesimEarly;
   const engine = early?.engine ?? new Engine();
   const hello = await (early?.hello ?? engine.hello());
-  return { engine, defaults: JSON.parse(hello.defaults) as JsonObject, version: hello.version, presets: JSON.parse(hello.presets) as Presets };
+  return {
+    engine,
+    defaults: JSON.parse(hello.defaults) as JsonObject,
+    version: hello.version,
+    presets: JSON.parse(hello.presets) as Presets,
+    kernels: hello.kernels === null ? null : (JSON.parse(hello.kernels) as KernelCatalog),
+  };
 }
 
 /**

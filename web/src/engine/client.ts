@@ -2,6 +2,7 @@
 // and a restart when the engine crashes. Each request type is answered by one reply type
 // (`ReplyTo` in protocol.ts), checked once where replies arrive.
 
+import { siteDataUrl } from './kernel-data';
 import {
   type Answered,
   type EventsRecording,
@@ -97,9 +98,10 @@ export class Engine {
     return { id, result, cancel: () => this.worker.postMessage({ type: 'cancel', id } satisfies Request) };
   }
 
-  async hello(): Promise<{ defaults: string; version: string; presets: string }> {
-    const r = await this.request({ type: 'hello' }).result;
-    return { defaults: r.defaults, version: r.version, presets: r.presets };
+  /** The engine's defaults and presets, and the catalog of the measured-kernel data beside the page. */
+  async hello(): Promise<{ defaults: string; version: string; presets: string; kernels: string | null }> {
+    const r = await this.request({ type: 'hello', data_url: siteDataUrl() }).result;
+    return { defaults: r.defaults, version: r.version, presets: r.presets, kernels: r.kernels };
   }
 
   /** The scenario with defaults filled in; rejects with the engine's message (naming the field). */

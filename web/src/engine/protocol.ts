@@ -8,6 +8,8 @@ export type {
   ClusterColumns,
   Columns,
   EffectiveConfig,
+  KernelCatalog,
+  KvPoolArithmetic,
   LatencyCdfs,
   PlannerRecord,
   PoolConfig,
@@ -112,7 +114,8 @@ export const TIER_COLUMNS = ['gpu_hit_tokens', 'host_hit_tokens', 'computed_toke
 export type ExportKind = 'json' | 'requests' | 'series';
 
 export type Request =
-  | { type: 'hello'; id: number }
+  /** `data_url`: the site's measured-kernel data (`data/ais/`, absolute), fetched as needed. */
+  | { type: 'hello'; id: number; data_url?: string }
   | { type: 'normalize'; id: number; json: string }
   | { type: 'inspect'; id: number; json: string }
   | { type: 'smallest-tp'; id: number; json: string }
@@ -168,7 +171,8 @@ export type RequestOf<T extends Request['type']> = Extract<Request, { type: T }>
 export type ReplyOf<T extends Answered> = Extract<Reply, { type: ReplyTo[T] }>;
 
 export type Reply =
-  | { type: 'hello'; id: number; defaults: string; version: string; presets: string }
+  /** `kernels`: `kernelCatalog()`'s JSON, or null when the site has no measured-kernel data. */
+  | { type: 'hello'; id: number; defaults: string; version: string; presets: string; kernels: string | null }
   | { type: 'normalized'; id: number; json: string }
   | { type: 'inspected'; id: number; json: string }
   | { type: 'smallest-tp'; id: number; tp: number | null }

@@ -34,6 +34,7 @@ const SCENARIOS: [string, object][] = [
       workload: small,
     },
   ],
+  ['a price per GPU-hour', { gpu_hour_usd: 2.5, workload: small }],
   ['SGLang, disaggregated', { engine: { backend: 'sglang' }, cluster: { num_prefill_workers: 1, num_decode_workers: 1 }, workload: small }],
 ];
 

@@ -7,6 +7,9 @@
 import init, {
   defaultScenario,
   inspectScenario,
+  kernelCatalog,
+  loadKernelData,
+  missingKernelData,
   normalizeScenario,
   panicForTesting,
   presets,
@@ -17,9 +20,12 @@ import init, {
 } from '../../pkg/servesim_wasm.js';
 import { recordEvents } from '../inspector/recorder';
 import { recordsCsv, seriesCsv } from './exports';
-import { type ExportKind, MAX_RANKS, type Reply, type Request, type RunResult, type TimeSeries } from './protocol';
+import { INDEX_FILES, KernelFiles } from './kernel-data';
+import { type EffectiveConfig, type ExportKind, MAX_RANKS, type Reply, type Request, type RunResult, type TimeSeries } from './protocol';
 
 const ready = init();
+/** Measured-kernel files, fetched when a scenario first needs them. */
+const kernels = new KernelFiles({ loadKernelData, missingKernelData }, ready);
 const cancelled = new Set<number>();
 /** Finished runs kept for exports, newest last. */
 const kept = new Map<number, Simulation>();
@@ -59,7 +65,7 @@ async function run(
     cancelled.delete(id);
     throw new Error('cancelled before it started');
   }
-  const sim = new Simulation(json, text, interval, files);
+  const sim = await kernels.with(() => new Simulation(json, text, interval, files));
   let chunk = 64;
   for (;;) {
     const sliceStart = performance.now();
@@ -120,26 +126,70 @@ function exported(run: number, kind: ExportKind): string {
   return seriesCsv(sim.timeseries());
 }
 
+/**
+ * The catalog of measured-kernel data (`kernelCatalog`), once the page says where the data
+ * is: the index and the bundled model configs are fetched alongside the engine's download;
+ * null when the site has no data (the page then offers the roofline only).
+ */
+let catalog: Promise<string | null> = Promise.resolve(null);
+
+function startCatalog(base: string): void {
+  kernels.base = base;
+  catalog = Promise.all(INDEX_FILES.map((f) => kernels.load(f)))
+    .then(() => kernelCatalog())
+    .catch((e: unknown) => {
+      console.warn(`servesim: no measured-kernel data (${messageOf(e)}); the roofline remains`);
+      return null;
+    });
+}
+
+/** TP sizes the measured-kernel memory model knows, smallest first. */
+const MEASURED_TPS = [1, 2, 4, 8];
+
+/**
+ * The smallest tensor-parallel size that leaves room for the KV cache: the roofline's
+ * answer from the engine; for measured kernels, the first TP at which the engine's memory
+ * model leaves at least a tenth of the GPU's memory to the KV cache, as the roofline's rule
+ * does (null: none does, or the data is missing).
+ */
+async function smallestTp(json: string): Promise<number | null> {
+  const tm = JSON.parse(json) as { type?: string; tp?: number };
+  if (tm.type !== 'ais') return smallestTensorParallel(json) ?? null;
+  for (const tp of MEASURED_TPS) {
+    const scenario = JSON.stringify({ engine: { timing_model: { ...tm, tp } } });
+    try {
+      const { config } = JSON.parse(await kernels.with(() => inspectScenario(scenario))) as { config: EffectiveConfig };
+      const pool = config.pools[0]?.kv_pool;
+      if (!pool || pool.kv_budget_bytes >= pool.gpu_memory_bytes / 10) return tp;
+    } catch {
+      // This TP leaves no room (or is refused): try the next.
+    }
+  }
+  return null;
+}
+
 self.onmessage = async (ev: MessageEvent<Request>) => {
   const msg = ev.data;
   if (msg.type === 'cancel') {
     cancelled.add(msg.id);
     return;
   }
+  // Before any await: a run sent right after hello must find the data's location set.
+  if (msg.type === 'hello' && msg.data_url && kernels.base === null) startCatalog(msg.data_url);
   try {
     await ready;
     switch (msg.type) {
       case 'hello':
-        post({ type: 'hello', id: msg.id, defaults: defaultScenario(), version: version(), presets: presets() });
+        post({ type: 'hello', id: msg.id, defaults: defaultScenario(), version: version(), presets: presets(), kernels: await catalog });
         break;
       case 'normalize':
         post({ type: 'normalized', id: msg.id, json: normalizeScenario(msg.json) });
         break;
       case 'inspect':
-        post({ type: 'inspected', id: msg.id, json: inspectScenario(msg.json) });
+        post({ type: 'inspected', id: msg.id, json: await kernels.with(() => inspectScenario(msg.json)) });
         break;
       case 'smallest-tp':
-        post({ type: 'smallest-tp', id: msg.id, tp: smallestTensorParallel(msg.json) ?? null });
+        post({ type: 'smallest-tp', id: msg.id, tp: await smallestTp(msg.json) });
         break;
       case 'random-seed':
         post({ type: 'random-seed', id: msg.id, seed: randomSeed() });
@@ -156,6 +206,7 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
             (p, now) => post({ type: 'progress', id, progress: p, now_ms: now }),
             () => cancelled.has(id),
             yieldNow,
+            (make) => kernels.with(make),
           );
           post({ type: 'events', id, recording }, [recording.bytes.buffer]);
         } finally {

@@ -76,7 +76,7 @@ export const ENGINE: Section = {
       min: 1,
       max: 100_000_000,
       nullable: 'automatic',
-      help: "Empty: Dynamo's 16,384, or with the roofline what fits in GPU memory",
+      help: "Empty: Dynamo's 16,384, or with the roofline or measured kernels what fits in GPU memory",
     },
     {
       path: 'engine.block_size',
@@ -198,6 +198,17 @@ export const CLUSTER: Section = {
       fallback: 0,
       when: kvRouter,
       help: '0 = lowest cost; > 0 = softmax sampling',
+    },
+    {
+      path: 'gpu_hour_usd',
+      label: 'Price per GPU-hour',
+      kind: 'float',
+      unit: 'USD',
+      min: 0,
+      nullable: 'not set',
+      fallback: null,
+      optional: true,
+      help: 'Your price: the results add the cost per million output tokens (servesim knows no prices)',
     },
     { path: 'dp_size', advanced: true, label: 'DP ranks per worker', kind: 'int', min: 1, max: 1024 },
     {

@@ -8,7 +8,7 @@
 // and values the user did not set stay unset in the scenario, so the engine derives them
 // again for whatever the settings become.
 
-import type { EffectiveConfig, PoolConfig, Presets } from '../engine/protocol';
+import type { EffectiveConfig, KernelCatalog, KvPoolArithmetic, PoolConfig, Presets } from '../engine/protocol';
 import { clone, deepEqual, getPath, isObject, type Json, type JsonObject, setPath } from '../scenario/json';
 import { elAttrs as el } from '../ui/dom';
 import { CLUSTER, ENGINE, type Field, formatValue, IMAGES, PERF, parseField, SCENARIO, type Section, WORKLOAD } from './fields';
@@ -58,6 +58,18 @@ function dieIcon(): SVGSVGElement {
   return svg;
 }
 
+/**
+ * The memory model's arithmetic of one rank's KV pool, as the engine did it: the GPU's memory
+ * times the framework's fraction (of the whole, or of what the rest leaves for TRT-LLM), less
+ * the weights, activations, NCCL's buffers and the runtime's reserve, over the KV bytes per token.
+ */
+export function kvArithmetic(k: KvPoolArithmetic, blockSize: number, blocks: number): string {
+  const g = (b: number) => `${n1(b / 2 ** 30)} GiB`;
+  const parts = `${g(k.weights_bytes)} weights − ${g(k.activations_bytes)} activations − ${g(k.nccl_bytes)} NCCL − ${g(k.other_bytes)} runtime`;
+  const budget = k.fraction_of === 'of_free' ? `(${g(k.gpu_memory_bytes)} − ${parts}) × ${k.fraction}` : `${g(k.gpu_memory_bytes)} × ${k.fraction} − ${parts}`;
+  return `KV memory per GPU: ${budget} = ${g(k.kv_budget_bytes)}; ÷ ${n0(k.kv_bytes_per_token)} B per token per GPU = ${n0(k.kv_tokens)} tokens = ${n0(blocks)} blocks of ${blockSize}`;
+}
+
 function idFor(path: string): string {
   return `f-${path.replace(/\./g, '-')}`;
 }
@@ -97,6 +109,7 @@ export class ConfigForm {
     presets: Presets,
     private engine: FormEngine,
     private onChange: () => void,
+    kernels: KernelCatalog | null = null,
   ) {
     this.state = clone(defaults);
     const form = this;
@@ -106,6 +119,7 @@ export class ConfigForm {
       },
       defaults,
       presets,
+      kernels,
       engine,
       uploads: this.uploads,
       row: (id, label, control, unit, path) => this.row(id, label, control, unit, path),
@@ -423,17 +437,30 @@ export class ConfigForm {
 
   // ---- derived figures, as the engine reports them
 
-  /** KV pool per rank: blocks, tokens, GiB (and the blocks field's placeholder). */
+  /**
+   * KV pool per rank: blocks, tokens, GiB (and the blocks field's placeholder); for measured
+   * kernels also the memory model's arithmetic, term by term, as the engine did it.
+   */
   private capacityLine(body: HTMLElement): void {
     const out = el('div', { class: 'derived', id: 'kv-capacity' });
-    body.prepend(out);
+    const sum = el('div', { class: 'derived', id: 'kv-arithmetic' });
+    body.prepend(out, sum);
     this.specials.push(() => {
       const p = this.pool();
       const input = this.root.querySelector<HTMLInputElement>('#f-engine-num_gpu_blocks');
       const unset = getPath(this.state, 'engine.num_gpu_blocks') == null;
       const roofline = this.model.timingType() === 'roofline';
-      const why = unset ? (roofline ? 'what fits in GPU memory after the weights' : "Dynamo's default") : 'as set';
+      const measured = this.model.measured();
+      const why = unset
+        ? roofline
+          ? 'what fits in GPU memory after the weights'
+          : measured
+            ? "the framework's memory model, below"
+            : "Dynamo's default"
+        : 'as set';
       if (input) input.placeholder = p ? n0(p.num_gpu_blocks) : 'automatic';
+      sum.textContent = p?.kv_pool ? kvArithmetic(p.kv_pool, p.block_size, p.num_gpu_blocks) : '';
+      sum.hidden = !p?.kv_pool;
       if (!p) {
         out.textContent = 'KV pool per rank: — (the engine refuses these settings)';
         return;

@@ -10,10 +10,12 @@ export async function recordEvents(
   progress: (p: number, nowMs: number) => void,
   cancelled: () => boolean,
   yieldNow: () => Promise<void>,
+  /** Builds a recording, fetching the measured-kernel data it needs first (worker.ts). */
+  build: <T>(make: () => T) => Promise<T> = async (make) => make(),
 ): Promise<EventsRecording> {
   const t0 = performance.now();
   const text = args.trace ? await args.trace.text() : undefined;
-  let rec = new EventRecording(args.json, text, args.files, args.from_ms, args.to_ms, args.max_bytes);
+  let rec = await build(() => new EventRecording(args.json, text, args.files, args.from_ms, args.to_ms, args.max_bytes));
   let { from_ms, to_ms } = args;
   // A large run is recorded over a window only: a few thousand requests make tens of MB.
   const windowed = rec.requests > args.max_requests && !Number.isFinite(to_ms);

@@ -20,6 +20,7 @@ import { cliCommand, download, fmt, KEY_METRICS, mechanism, renderHeadline, rend
 import { describeScenario } from '../scenario/describe';
 import { clone, diff, getPath, type JsonObject, merge, pretty } from '../scenario/json';
 import { hashFor, type LinkExtras, linkHash, pageUrl, scenarioFromHash } from '../scenario/page-link';
+import { SearchPanel } from '../search/panel';
 import { SweepPanel } from '../sweep/panel';
 import { specFromLink } from '../sweep/spec';
 import { element, showMessage } from '../ui/dom';
@@ -54,9 +55,10 @@ export class Playground {
   // Built by `mount`, a task after the form (no start-up task holds the page long).
   private inspector!: Inspector;
   sweep!: SweepPanel;
+  search!: SearchPanel;
 
   constructor(private app: Boot) {
-    this.form = new ConfigForm($<HTMLFormElement>('form'), app.defaults, app.presets, app.engine, () => this.changed());
+    this.form = new ConfigForm($<HTMLFormElement>('form'), app.defaults, app.presets, app.engine, () => this.changed(), app.kernels);
     this.charts = new Charts(document);
   }
 
@@ -97,6 +99,13 @@ export class Playground {
       refusal: () => (this.form.invalidFields.length ? `fix ${this.form.invalidFields.join(', ')}` : this.state.engineError),
       openPoint: (s) => void this.openPoint(s),
       linkChanged: () => void this.publish(this.form.scenario),
+      download,
+    });
+    this.search = new SearchPanel(element<HTMLDetailsElement>('#search'), {
+      scenario: () => this.form.scenario,
+      presets: app.presets,
+      smallestTp: (t) => app.engine.smallestTp(t),
+      openScenario: (s) => void this.openPoint(s),
       download,
     });
   }
@@ -670,10 +679,11 @@ function wire(page: Playground): void {
   $('try-lesson').addEventListener('click', () => page.tryLesson());
   $('try-trace').addEventListener('click', () => page.tryTrace());
   document.addEventListener('keydown', (e) => {
-    if (e.key !== 'Escape' || !(page.busy || page.sweep.running)) return;
+    if (e.key !== 'Escape' || !(page.busy || page.sweep.running || page.search.running)) return;
     e.preventDefault();
     if (page.busy) page.cancel();
     if (page.sweep.running) page.sweep.cancel();
+    if (page.search.running) page.search.cancel();
   });
   window.addEventListener('hashchange', () => {
     if (!page.isOwnLink(location.hash)) void page.openHash(location.hash);

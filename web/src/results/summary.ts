@@ -84,6 +84,9 @@ export function renderHeadline(root: HTMLElement, runs: Run[]): void {
   const cards: [SummaryNumberKey, string, string, string][] = [...HEADLINE, [mech.key, mech.label, '', mech.label]];
   // With an SLA set, goodput stands next to throughput.
   if ('goodput_output_throughput_tok_s' in cur.result.summary) cards.splice(5, 0, ['goodput_output_throughput_tok_s', 'Goodput', 'tok/s', 'Goodput']);
+  // With a price per GPU-hour, what a million output tokens cost.
+  if ('cost_per_million_output_tokens_usd' in cur.result.summary)
+    cards.push(['cost_per_million_output_tokens_usd', 'Cost per M output tokens', 'USD', 'cost_per_million_output_tokens_usd']);
   // With images, what the vision encoder cost and how often its cache saved it.
   if ('num_images' in cur.result.summary) {
     cards.push(
@@ -148,6 +151,7 @@ export const KEY_METRICS: (keyof Summary)[] = [
   'num_preemptions',
   'num_retractions',
   'total_gpus',
+  'cost_per_million_output_tokens_usd',
 ];
 
 /** The summary table: every key of the report, or only `keys` (in that order, where present). */

@@ -33,8 +33,14 @@ describe('the scenario in one sentence', () => {
     const s = { engine: { backend: 'vllm' }, cluster: { num_workers: 3, router_mode: 'kv_router' }, workload: synthetic };
     const p = pool({ workers: 3, gpus_per_worker: 4, gpus: 12, timing: { type: 'roofline', model: 'llama-3.1-70b', gpu: 'h100', tp: 4 } });
     expect(describeScenario(s, config([p]))).toBe(
-      'Simulating 200 requests at 10 req/s, 2,048 → 256 tokens, on three vLLM workers behind the KV-aware router (12 GPUs); 4 × H100 SXM per worker, Llama 3.1 70B, roofline timing.',
+      'Simulating 200 requests at 10 req/s, 2,048 → 256 tokens, on three vLLM workers behind the KV-aware router (12 GPUs); 4 × H100 SXM per worker, Llama 3.1 70B, roofline timing (an estimate).',
     );
+    // Measured kernels: the data's GPU and model names, and whose kernels.
+    const ais = pool({
+      gpus_per_worker: 4,
+      timing: { type: 'ais', model: 'meta-llama/Meta-Llama-3.1-70B', system: 'h100_sxm', backend: 'trtllm', backend_version: '1.3.0rc20', tp: 4 },
+    });
+    expect(describeScenario(s, config([ais]))).toContain('4 × H100 SXM per worker, Llama 3.1 70B, measured kernels (TRT-LLM 1.3.0rc20).');
     // A timing model this page does not know yet is named by its type, with what it reports.
     const measured = pool({ timing: { type: 'measured', gpu: 'h200', model: 'qwen3-32b' } });
     expect(describeScenario(s, config([measured]))).toContain('H200 SXM per worker, Qwen3 32B, measured timing.');

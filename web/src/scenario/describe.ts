@@ -4,7 +4,7 @@
 // effective config; only what the scenario states is read from the scenario.
 
 import type { EffectiveConfig, PoolConfig } from '../engine/protocol';
-import { GPU_LABELS, MODEL_LABELS } from '../form/presets';
+import { FRAMEWORK_LABELS, GPU_LABELS, MEASURED_MODEL_LABELS, MODEL_LABELS, SYSTEM_LABELS } from '../form/presets';
 import { getPath, isObject, type JsonObject } from './json';
 
 const n = (v: unknown) => (typeof v === 'number' ? v.toLocaleString('en-US', { maximumFractionDigits: 1 }) : String(v));
@@ -16,7 +16,8 @@ const ROUTERS: Record<string, string> = { round_robin: 'round robin', random: 'r
 /** What a timing model is called in the sentence, by its type (an unknown one by its type). */
 const TIMING: Record<string, string> = {
   polynomial: "Dynamo's polynomial pass time (fitted on an H200)",
-  roofline: 'roofline timing',
+  roofline: 'roofline timing (an estimate)',
+  ais: 'measured kernels',
   fixed: 'a fixed time per pass',
   external: 'a measured profile',
   interpolated: 'a measured profile',
@@ -62,12 +63,14 @@ function pools(s: JsonObject, config: EffectiveConfig | null): string {
 function timing(p: PoolConfig | undefined, s: JsonObject): string {
   const t = p?.timing ?? { type: String(getPath(s, 'engine.timing_model.type') ?? 'polynomial') };
   const parts: string[] = [];
-  if (t.gpu) {
+  const gpu = t.gpu ? (GPU_LABELS[t.gpu] ?? t.gpu) : t.system ? (SYSTEM_LABELS[t.system] ?? t.system) : null;
+  if (gpu) {
     const gpus = p?.gpus_per_worker ?? 1;
-    parts.push(`${gpus > 1 ? `${gpus} × ` : ''}${GPU_LABELS[t.gpu] ?? t.gpu} per worker`);
+    parts.push(`${gpus > 1 ? `${gpus} × ` : ''}${gpu} per worker`);
   }
-  if (t.model) parts.push(MODEL_LABELS[t.model] ?? t.model);
-  parts.push(TIMING[t.type] ?? `${t.type} timing`);
+  if (t.model) parts.push(MODEL_LABELS[t.model] ?? MEASURED_MODEL_LABELS[t.model] ?? t.model);
+  const framework = t.type === 'ais' && t.backend_version ? ` (${FRAMEWORK_LABELS[String(t.backend)] ?? t.backend} ${t.backend_version})` : '';
+  parts.push(`${TIMING[t.type] ?? `${t.type} timing`}${framework}`);
   return parts.join(', ');
 }
 

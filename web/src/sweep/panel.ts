@@ -71,7 +71,7 @@ const FIELDS = [
   'engine.block_size',
   'engine.timing_model.tp',
   'engine.timing_model.gpu',
-  'cluster.router.mode',
+  'cluster.router_mode',
   'cluster.num_prefill_workers',
   'cluster.num_decode_workers',
 ];
@@ -91,9 +91,10 @@ function input(id: string, placeholder: string, label: string): HTMLInputElement
   return el('input', { id, type: 'text', placeholder, autocomplete: 'off', spellcheck: false, ariaLabel: label });
 }
 
+/** A latency with its unit: "683 ms", "11.3 s". */
 function msText(v: number | undefined): string {
   if (typeof v !== 'number' || !Number.isFinite(v)) return '—';
-  return v >= 10_000 ? `${fmt(v / 1000)} s` : fmt(v);
+  return v >= 10_000 ? `${fmt(v / 1000)} s` : `${fmt(v)} ms`;
 }
 
 export class SweepPanel {
@@ -497,7 +498,7 @@ export class SweepPanel {
     const k = ex.fields.length === 1 ? knee(lines, ex.fields[0] as string) : null;
     this.kneeNote.hidden = k === null;
     if (k)
-      this.kneeNote.textContent = `The knee: output throughput follows the load up to ${ex.fields[0]} = ${fmt(k.value)} (${fmt(k.throughput)} tok/s); at ${fmt(k.next.set[ex.fields[0] as string] as number)} it falls behind the load (${fmt(k.next.summary.output_throughput_tok_s)} tok/s, p99 TTFT ${msText(k.next.summary.p99_ttft_ms)} ms).`;
+      this.kneeNote.textContent = `The knee: output throughput follows the load up to ${describeSet({ [ex.fields[0] as string]: k.value })} (${fmt(k.throughput)} tok/s); at ${describeSet({ [ex.fields[0] as string]: k.next.set[ex.fields[0] as string] as number })} it falls behind the load (${fmt(k.next.summary.output_throughput_tok_s)} tok/s, p99 TTFT ${msText(k.next.summary.p99_ttft_ms)}).`;
     this.renderTable(lines, ex.fields, v.point);
     for (const b of this.exportBtns) b.disabled = lines.length === 0;
     (this.exportBtns[2] as HTMLButtonElement).disabled = this.fileText === '';

@@ -2,10 +2,13 @@
 // the point's line with the CLI's own code. It never yields between slices (the pool cancels
 // by terminating it), so a point runs at full speed; it posts progress about every 100 ms.
 
-import init, { expandSweep, SweepPoint } from '../../pkg/servesim_wasm.js';
+import init, { expandSweep, loadKernelData, missingKernelData, SweepPoint } from '../../pkg/servesim_wasm.js';
+import { KernelFiles } from '../engine/kernel-data';
 import type { SweepReply, SweepRequest } from './protocol';
 
 const ready = init();
+/** Measured-kernel files, fetched once when a point first needs them. */
+const kernels = new KernelFiles({ loadKernelData, missingKernelData }, ready);
 /** The last trace read, by its key: every point of a sweep shares one trace. */
 let traceCache: { key: number; text: string } | null = null;
 
@@ -27,7 +30,9 @@ async function traceText(trace: { key: number; blob: Blob } | undefined): Promis
 
 async function runPoint(msg: Extract<SweepRequest, { type: 'point' }>): Promise<void> {
   const t0 = performance.now();
-  const point = new SweepPoint(msg.sweep, msg.index, await traceText(msg.trace), msg.files);
+  const text = await traceText(msg.trace);
+  if (msg.data_url) kernels.base ??= msg.data_url;
+  const point = await kernels.with(() => new SweepPoint(msg.sweep, msg.index, text, msg.files));
   try {
     let chunk = 256;
     let lastPost = performance.now();

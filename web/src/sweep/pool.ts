@@ -4,6 +4,7 @@
 // sweep starts fresh ones. Workers are kept between sweeps otherwise: their engine module is
 // compiled already.
 
+import { siteDataUrl } from '../engine/kernel-data';
 import type { Unnumbered } from '../engine/protocol';
 import type { SweepReply, SweepRequest } from './protocol';
 
@@ -63,7 +64,7 @@ export class SweepPool {
   private send(k: number, msg: Unnumbered<SweepRequest>, handler: Handler): number {
     const id = this.nextId++;
     this.handlers.set(id, handler);
-    this.worker(k).postMessage({ ...msg, id });
+    this.worker(k).postMessage(msg.type === 'point' ? { ...msg, id, data_url: siteDataUrl() } : { ...msg, id });
     return id;
   }
 

@@ -10,7 +10,16 @@ export type SweepRequest =
    * Runs point `index` of a sweep file; `trace` and `files` are the scenario's uploads (the
    * trace with a key that is the same for every point of one sweep, so it is read once).
    */
-  | { type: 'point'; id: number; sweep: string; index: number; trace?: { key: number; blob: Blob }; files?: Record<string, Uint8Array> };
+  | {
+      type: 'point';
+      id: number;
+      sweep: string;
+      index: number;
+      trace?: { key: number; blob: Blob };
+      files?: Record<string, Uint8Array>;
+      /** The site's measured-kernel data (`data/ais/`, absolute): a point fetches what it needs. */
+      data_url?: string;
+    };
 
 export type SweepReply =
   | { type: 'expanded'; id: number; json: string }

@@ -86,7 +86,7 @@ describe('reading the lines', () => {
     const v = verdict(workers, ['cluster.num_workers'], slo);
     expect(v.point).toBe(2);
     expect(v.text).toBe(
-      'The smallest configuration that meets the SLO: cluster.num_workers = 7 (28 GPUs), with p99 TTFT 838 ms. cluster.num_workers = 6 (24 GPUs) does not: p99 TTFT 14.4 s > 2 s.',
+      'The smallest configuration that meets the SLO: 7 workers (28 GPUs), with p99 TTFT 838 ms. 6 workers (24 GPUs) does not: p99 TTFT 14.4 s > 2 s.',
     );
     // Out of order (as workers finish) the answer is the same.
     expect(verdict([...workers].reverse(), ['cluster.num_workers'], slo)).toEqual(v);
@@ -98,7 +98,7 @@ describe('reading the lines', () => {
       ['cluster.num_workers'],
       slo,
     );
-    expect(v.text).toMatch(/^No configuration in this sweep meets the SLO\. The nearest, cluster\.num_workers = 6 \(24 GPUs\): p99 TTFT 14\.4 s > 2 s\.$/);
+    expect(v.text).toMatch(/^No configuration in this sweep meets the SLO\. The nearest, 6 workers \(24 GPUs\): p99 TTFT 14\.4 s > 2 s\.$/);
     expect(verdict(workers, ['cluster.num_workers'], undefined).text).toMatch(/No SLO is set/);
   });
 
@@ -112,7 +112,7 @@ describe('reading the lines', () => {
       ),
     );
     expect(verdict(rates, ['workload.rate_rps'], slo).text).toMatch(
-      /^The SLO holds up to workload\.rate_rps = 15 \(4 GPUs\), with p99 TTFT 500 ms\. At workload\.rate_rps = 20 it does not/,
+      /^The SLO holds up to 15 req\/s \(4 GPUs\), with p99 TTFT 500 ms\. At 20 req\/s it does not/,
     );
     const k = knee(rates, 'workload.rate_rps');
     expect(k?.value).toBe(15);

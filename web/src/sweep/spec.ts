@@ -176,11 +176,40 @@ export function paretoFront(lines: PointLine[]): number[] {
     .map((p) => p.i);
 }
 
-/** `field = value, field = value` of a point. */
+function count(n: Json, one: string, many = `${one}s`): string {
+  return `${typeof n === 'number' ? n.toLocaleString('en-US') : JSON.stringify(n)} ${n === 1 ? one : many}`;
+}
+
+/** Words for the fields people sweep most (any other field reads `path = value`). */
+const WORDS: [RegExp, (v: Json) => string][] = [
+  [/^cluster\.num_workers$/, (v) => count(v, 'worker')],
+  [/^(engine\.timing_model\.tp|tensor_parallel_size)$/, (v) => `TP ${JSON.stringify(v)}`],
+  [/^cluster\.num_prefill_workers$/, (v) => count(v, 'prefill worker')],
+  [/^cluster\.num_decode_workers$/, (v) => count(v, 'decode worker')],
+  [/^engine\.max_num_batched_tokens$/, (v) => `token budget ${typeof v === 'number' ? v.toLocaleString('en-US') : JSON.stringify(v)}`],
+  [/^engine\.max_num_seqs$/, (v) => `max ${count(v, 'sequence')}`],
+  [/^engine\.enable_chunked_prefill$/, (v) => `chunked prefill ${v === true ? 'on' : v === false ? 'off' : JSON.stringify(v)}`],
+  [/^workload\.rate_rps$/, (v) => `${JSON.stringify(v)} req/s`],
+  [/^workload\.num_requests$/, (v) => count(v, 'request')],
+  [/^cluster\.router_mode$/, (v) => `router ${typeof v === 'string' ? v : JSON.stringify(v)}`],
+];
+
+/**
+ * A point's values in words: "TP 4 × 14 workers, token budget 512" (TP and the worker count
+ * together read as the cluster's shape); fields without words read `path = value`.
+ */
 export function describeSet(set: Record<string, Json>): string {
-  return Object.entries(set)
-    .map(([f, v]) => `${f} = ${typeof v === 'string' ? v : JSON.stringify(v)}`)
-    .join(', ');
+  const entries = Object.entries(set);
+  const tp = entries.find(([f]) => /^(engine\.timing_model\.tp|tensor_parallel_size)$/.test(f));
+  const workers = entries.find(([f]) => f === 'cluster.num_workers');
+  const parts: string[] = [];
+  const rest = entries.filter((e) => !(tp && workers && (e === tp || e === workers)));
+  if (tp && workers) parts.push(`TP ${JSON.stringify(tp[1])} × ${count(workers[1], 'worker')}`);
+  for (const [f, v] of rest) {
+    const w = WORDS.find(([re]) => re.test(f));
+    parts.push(w ? w[1](v) : `${f} = ${typeof v === 'string' ? v : JSON.stringify(v)}`);
+  }
+  return parts.join(', ');
 }
 
 function ms(v: number | undefined): string {

@@ -89,40 +89,45 @@ pub trait Scheduler: HandOff + std::fmt::Debug {
         Vec::new()
     }
 
-    /// Whether the core has KV offload tiers (native host offload): the calls below are then
-    /// the harness's to make. Cores without them ignore those calls.
-    fn has_offload(&self) -> bool {
-        false
+    /// The transfers this core's connector runs beside its passes (native KV offload's host
+    /// and disk tiers), if it has any: the harness then tells it the time of each pass and
+    /// comes back at their deadlines.
+    fn transfers(&self) -> Option<&dyn TransferClock> {
+        None
     }
 
+    /// The same, to drive them.
+    fn transfers_mut(&mut self) -> Option<&mut dyn TransferClock> {
+        None
+    }
+}
+
+/// KV transfers that run beside a core's passes (its connector's: native offload). A core
+/// has no clock: the harness tells it the time of each pass, of each pass end, and of each
+/// deadline it asked to be woken at; the transfers' effects are computed from those times.
+pub trait TransferClock {
     /// The harness's time for the pass about to be stepped (loads queue from it, stores and
     /// fences are measured against it).
-    fn set_pass_time(&mut self, _now_ms: f64) {}
+    fn set_pass_time(&mut self, now_ms: f64);
 
     /// The pass of this rank's worker ended at `end_ms` (this rank's or, with DP ranks, a
     /// sibling's): transfers due by then land, the pass's stores start. KV events this causes
     /// are appended to `events`.
-    fn pass_boundary(&mut self, _end_ms: f64, _events: &mut Vec<KvEvent>) {}
+    fn pass_boundary(&mut self, end_ms: f64, events: &mut Vec<KvEvent>);
 
-    /// The worker is idle and a transfer deadline of this rank's has come: the transfers due
-    /// by `now_ms` land. KV events this causes are appended to `events`.
-    fn settle_transfers(&mut self, _now_ms: f64, _events: &mut Vec<KvEvent>) {}
+    /// The worker is idle and a deadline of this rank's has come: the transfers due by
+    /// `now_ms` land. KV events this causes are appended to `events`.
+    fn settle(&mut self, now_ms: f64, events: &mut Vec<KvEvent>);
 
-    /// When this rank's transfers next need the harness (while its worker is idle).
-    fn next_transfer_deadline(&self) -> Option<f64> {
-        None
-    }
+    /// When the transfers next need the harness (while the worker is idle).
+    fn next_deadline(&self) -> Option<f64>;
 
-    /// Transfers of this rank's are still in flight (the run is not over).
-    fn transfers_pending(&self) -> bool {
-        false
-    }
+    /// Transfers are still in flight (the run is not over).
+    fn pending(&self) -> bool;
 
-    /// The last pass took no time and changed the G3 tier's state: the reference steps the
+    /// The last pass took no time and changed the disk tier's state: the reference steps the
     /// rank again at once.
-    fn retry_at_once(&self) -> bool {
-        false
-    }
+    fn retry_at_once(&self) -> bool;
 }
 
 /// Disaggregated serving: a prefill core holds a finished prompt's KV until the decode side

@@ -3,7 +3,7 @@
 //! blocks before the transfer and admits reservations in their order once their KV arrives.
 
 use serde_json::json;
-use servesim_engine::{Engine, EngineArgs, Outcome, RankSetup, Request, Reservation};
+use servesim_engine::{Engine, EngineArgs, HandOff, Outcome, RankSetup, Request, Reservation, Scheduler};
 
 fn engine(args: serde_json::Value) -> Engine {
     Engine::new(&EngineArgs::from_json(&args).unwrap(), &RankSetup::single(true)).unwrap()

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 use servesim_engine::perf::duration_ms;
-use servesim_engine::{Engine, EngineArgs, RankSetup, Request};
+use servesim_engine::{Engine, EngineArgs, RankSetup, Request, Scheduler};
 
 fn engine(engine: Value) -> Engine {
     let mut args = json!({"backend": "sglang"});

@@ -2,7 +2,7 @@
 //! vLLM core under TRT-LLM's capacity policy.
 
 use serde_json::json;
-use servesim_engine::{Engine, EngineArgs, Outcome, RankSetup, Request};
+use servesim_engine::{Engine, EngineArgs, Outcome, RankSetup, Request, Scheduler};
 
 fn engine(args: serde_json::Value) -> Engine {
     let mut args = args;

@@ -6,7 +6,7 @@
 
 use serde_json::json;
 use servesim_engine::perf::{PassTimer, PerfModel, Polynomial};
-use servesim_engine::{Engine, EngineArgs, Outcome, RankSetup, Request, Reservation};
+use servesim_engine::{Engine, EngineArgs, HandOff, Outcome, RankSetup, Request, Reservation, Scheduler};
 use std::time::Duration;
 
 fn engine(args: serde_json::Value) -> Engine {

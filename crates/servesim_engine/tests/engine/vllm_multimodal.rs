@@ -4,7 +4,7 @@
 
 use serde_json::json;
 use servesim_engine::sequence::Image;
-use servesim_engine::{Engine, EngineArgs, Outcome, Prompt, RankSetup, Request};
+use servesim_engine::{Engine, EngineArgs, Outcome, Prompt, RankSetup, Request, Scheduler};
 
 fn engine(args: serde_json::Value) -> Engine {
     Engine::new(&EngineArgs::from_json(&args).unwrap(), &RankSetup::single(true)).unwrap()

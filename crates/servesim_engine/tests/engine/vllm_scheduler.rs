@@ -1,7 +1,7 @@
 //! The reference mocker's own vLLM scheduler scenarios (dynamo-mocker-core §8), pass by pass.
 
 use serde_json::json;
-use servesim_engine::{Engine, EngineArgs, Outcome, RankSetup, Request};
+use servesim_engine::{Engine, EngineArgs, Outcome, RankSetup, Request, Scheduler};
 
 fn engine(args: serde_json::Value) -> Engine {
     Engine::new(&EngineArgs::from_json(&args).unwrap(), &RankSetup::single(true)).unwrap()

@@ -4,7 +4,7 @@
 use super::router::Router;
 use servesim_engine::kv::KvEvent;
 use servesim_engine::perf::interpolated::Profile;
-use servesim_engine::{Engine, EngineArgs, LaunchConfig, PassOutput};
+use servesim_engine::{Engine, EngineArgs, HandOff, LaunchConfig, PassOutput, Scheduler};
 use std::collections::VecDeque;
 use std::sync::Arc;
 

@@ -9,16 +9,17 @@
 //! waits for the decode rank's pass boundary; the prefill rank frees the prompt's KV at its
 //! own next boundary.
 //!
-//! [`Handoff`] keeps this protocol's state and returns what the simulation must do as
-//! [`Decision`]s (route a prompt, schedule a transfer's end, fail a request), so it never
-//! calls back into the event loop.
+//! [`Handoff`] keeps this protocol's state; every call that may decide something pushes what
+//! the simulation must do as [`Decision`]s (route a prompt, schedule a transfer's end, fail a
+//! request) into the caller's list, in order, so it never calls back into the event loop and
+//! no decision can be left behind.
 
 use super::fleet::Fleet;
 use super::router::RouteQuery;
 use crate::workload::Workload;
 use servesim_engine::args::KvTransferTimingMode;
 use servesim_engine::perf::duration_ms;
-use servesim_engine::{EngineArgs, Request, Reservation};
+use servesim_engine::{EngineArgs, HandOff, Request, Reservation, Scheduler};
 use std::time::Duration;
 
 /// How a prompt's KV moves from prefill to decode (the prefill pool's Dynamo arguments).
@@ -103,7 +104,6 @@ pub(crate) struct Handoff {
     /// Destination-first: each request's decode rank and the prefix blocks it had resident.
     destination: Vec<(u32, u32)>,
     ranks: Vec<RankState>,
-    decisions: Vec<Decision>,
     scratch: Vec<u8>,
 }
 
@@ -117,7 +117,6 @@ impl Handoff {
             source_rank: vec![u32::MAX; requests],
             destination: if destination_first { vec![(u32::MAX, 0); requests] } else { Vec::new() },
             ranks: vec![RankState::default(); fleet.ranks.len()],
-            decisions: Vec::new(),
             scratch: Vec::new(),
         }
     }
@@ -131,17 +130,12 @@ impl Handoff {
         self.destination_first
     }
 
-    /// The decisions taken since the last call, in order.
-    pub fn take_decisions(&mut self) -> std::vec::Drain<'_, Decision> {
-        self.decisions.drain(..)
-    }
-
     /// An arrival: SGLang reserves its destination before anything else.
-    pub fn on_arrival(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload) -> bool {
+    pub fn on_arrival(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload, out: &mut Vec<Decision>) -> bool {
         if !self.destination_first {
             return false;
         }
-        self.request_destination(i, t, fleet, workload);
+        self.request_destination(i, t, fleet, workload, out);
         true
     }
 
@@ -177,13 +171,13 @@ impl Handoff {
     /// Prefill finished: SGLang's KV starts moving to the destination reserved before; vLLM
     /// picks the decode rank now, which reserves room (at once if idle, else at its next
     /// pass boundary) before the transfer starts.
-    pub fn on_prefill_done(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload) {
+    pub fn on_prefill_done(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload, out: &mut Vec<Decision>) {
         if self.destination_first {
             let (rank, resident) = self.destination[i as usize];
             let prompt_len = workload.input_length(i as usize);
-            self.start_transfer(i, rank as usize, t, prompt_len, resident, fleet);
+            out.push(self.transfer(i, rank as usize, t, prompt_len, resident, fleet));
         } else {
-            self.request_destination(i, t, fleet, workload);
+            self.request_destination(i, t, fleet, workload, out);
         }
     }
 
@@ -193,11 +187,11 @@ impl Handoff {
     /// reservation times). The boundary's attempt comes before the activations, so it does
     /// not see their blocks as resident (which `destination_missing` would not charge).
     /// Reservations wait in order: one that finds no room holds back those behind it.
-    pub fn at_boundary(&mut self, r: usize, t: f64, fleet: &mut Fleet, workload: &Workload) {
-        self.take_reservation(r, t, fleet, workload);
+    pub fn at_boundary(&mut self, r: usize, t: f64, fleet: &mut Fleet, workload: &Workload, out: &mut Vec<Decision>) {
+        self.take_reservation(r, t, fleet, workload, out);
         for i in std::mem::take(&mut self.ranks[r].arrived) {
-            self.activate(i, r, t, fleet);
-            self.take_reservation(r, t, fleet, workload);
+            self.activate(i, r, t, fleet, out);
+            self.take_reservation(r, t, fleet, workload, out);
         }
     }
 
@@ -207,18 +201,18 @@ impl Handoff {
     /// reservations at one boundary). They come in the worker's turn among the workers
     /// starting passes at that instant, so a prefill worker earlier in the order has
     /// already formed its batch (SGLang reserves destinations before the prefill).
-    pub fn idle_pass_reservations(&mut self, r: usize, t: f64, fleet: &mut Fleet, workload: &Workload) {
-        while self.take_reservation(r, t, fleet, workload) && !fleet.ranks[r].engine.has_work() {}
+    pub fn idle_pass_reservations(&mut self, r: usize, t: f64, fleet: &mut Fleet, workload: &Workload, out: &mut Vec<Decision>) {
+        while self.take_reservation(r, t, fleet, workload, out) && !fleet.ranks[r].engine.has_work() {}
     }
 
     /// A prompt's KV reached decode rank `rank`; a busy rank takes it at its next boundary.
-    pub fn transfer_done(&mut self, i: u32, rank: usize, t: f64, fleet: &mut Fleet, workload: &Workload) {
+    pub fn transfer_done(&mut self, i: u32, rank: usize, t: f64, fleet: &mut Fleet, workload: &Workload, out: &mut Vec<Decision>) {
         if fleet.busy(rank) {
             self.ranks[rank].arrived.push(i);
         } else {
             // The activation wakes an idle rank, which takes one pending reservation.
-            self.activate(i, rank, t, fleet);
-            self.take_reservation(rank, t, fleet, workload);
+            self.activate(i, rank, t, fleet, out);
+            self.take_reservation(rank, t, fleet, workload, out);
         }
     }
 
@@ -230,32 +224,32 @@ impl Handoff {
     /// Picks request `i`'s decode rank, which takes its reservation in order, one per wake:
     /// a busy rank at its pass boundary; an idle one, woken by this request, at once (the
     /// oldest waiting one).
-    fn request_destination(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload) {
+    fn request_destination(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload, out: &mut Vec<Decision>) {
         let req = workload.request(i as usize, i as u64);
         let p = &mut fleet.pools[self.decode_pool];
         let hashes = prompt_hashes(&req, p.block_size, &mut self.scratch);
         let placement = p.router.route(&RouteQuery { id: i as u64, now_ms: t, prompt_tokens: req.prompt.len(), block_hashes: &hashes });
         // A prompt no decode pool holds fails only once routed (a round-robin turn is spent).
         if req.prompt.len().div_ceil(p.block_size) > p.launch.engine.num_gpu_blocks() {
-            p.router.free(i as u64);
-            self.fail(i, t, fleet, workload);
+            p.router.free(i as u64, t);
+            self.fail(i, t, fleet, workload, out);
             return;
         }
         let rank = p.rank_of(placement.target);
         self.ranks[rank].reservations.push(i);
         self.sync_destinations(rank, fleet);
         if !fleet.busy(rank) {
-            self.take_reservation(rank, t, fleet, workload);
+            self.take_reservation(rank, t, fleet, workload, out);
         }
     }
 
     /// No decode worker's pool can ever hold request `i`'s prompt: the hand-off fails at
     /// once (and the prefill rank, if it holds the prompt, lets it go).
-    fn fail(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload) {
+    fn fail(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload, out: &mut Vec<Decision>) {
         let p = &fleet.pools[self.decode_pool];
         let blocks = workload.input_length(i as usize).div_ceil(p.block_size);
         let reason = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.launch.engine.num_gpu_blocks());
-        self.decisions.push(Decision::Fail { request: i, reason });
+        out.push(Decision::Fail { request: i, reason });
         if let Some(&source) = self.source_rank.get(i as usize).filter(|&&r| r != u32::MAX) {
             fleet.release_source(source as usize, i as u64, t);
         }
@@ -263,7 +257,7 @@ impl Handoff {
 
     /// One reservation attempt on rank `r` (a scheduler command takes one): its oldest
     /// pending reservation, if it finds room. Returns whether one was taken.
-    fn take_reservation(&mut self, r: usize, t: f64, fleet: &mut Fleet, workload: &Workload) -> bool {
+    fn take_reservation(&mut self, r: usize, t: f64, fleet: &mut Fleet, workload: &Workload, out: &mut Vec<Decision>) -> bool {
         let state = &self.ranks[r];
         let Some(&first) = state.reservations.first() else { return false };
         if state.head_refused_at == Some(state.capacity_generation) {
@@ -271,7 +265,7 @@ impl Handoff {
             // again (a prefix that became resident meanwhile does not count).
             return false;
         }
-        if !self.reserve(first, r, t, fleet, workload) {
+        if !self.reserve(first, r, t, fleet, workload, out) {
             self.ranks[r].head_refused_at = Some(self.ranks[r].capacity_generation);
             return false;
         }
@@ -290,38 +284,38 @@ impl Handoff {
     /// The decode rank takes room for request `i` — its blocks, sharing any resident
     /// prefix — and the prompt KV starts moving (SGLang: the prefill starts). False, with
     /// nothing done, if it has no room yet.
-    fn reserve(&mut self, i: u32, rank: usize, t: f64, fleet: &mut Fleet, workload: &Workload) -> bool {
+    fn reserve(&mut self, i: u32, rank: usize, t: f64, fleet: &mut Fleet, workload: &Workload, out: &mut Vec<Decision>) -> bool {
         let req = workload.request(i as usize, i as u64);
         let prompt_len = req.prompt.len();
         let resident = match fleet.ranks[rank].engine.reserve_destination(req) {
             Reservation::Reserved { resident_blocks } => resident_blocks,
             Reservation::NoRoom => return false,
             Reservation::NeverFits => {
-                self.fail(i, t, fleet, workload);
+                self.fail(i, t, fleet, workload, out);
                 return true;
             }
         };
         if self.destination_first {
             self.destination[i as usize] = (rank as u32, resident);
-            self.decisions.push(Decision::Prefill(i));
+            out.push(Decision::Prefill(i));
         } else {
-            self.start_transfer(i, rank, t, prompt_len, resident, fleet);
+            out.push(self.transfer(i, rank, t, prompt_len, resident, fleet));
         }
         true
     }
 
     /// The prompt KV of request `i` starts moving to `rank`, which holds `resident` of its
     /// blocks already.
-    fn start_transfer(&mut self, i: u32, rank: usize, t: f64, prompt_len: u32, resident: u32, fleet: &Fleet) {
+    fn transfer(&self, i: u32, rank: usize, t: f64, prompt_len: u32, resident: u32, fleet: &Fleet) -> Decision {
         let block_size = fleet.pools[fleet.ranks[rank].pool].block_size;
         let at_ms = t + self.transfer.delay_ms(prompt_len, resident, block_size);
-        self.decisions.push(Decision::Transfer { request: i, rank, at_ms });
+        Decision::Transfer { request: i, rank, at_ms }
     }
 
     /// The decode rank takes the request; the prefill rank that held its KV lets it go (a
     /// scheduler command, so a busy prefill rank frees it at its next boundary).
-    fn activate(&mut self, i: u32, rank: usize, t: f64, fleet: &mut Fleet) {
-        self.decisions.push(Decision::Activated { request: i, rank });
+    fn activate(&mut self, i: u32, rank: usize, t: f64, fleet: &mut Fleet, out: &mut Vec<Decision>) {
+        out.push(Decision::Activated { request: i, rank });
         let engine = &mut fleet.ranks[rank].engine;
         let before = engine.reservation_capacity();
         let reserved = engine.activate(i as u64);

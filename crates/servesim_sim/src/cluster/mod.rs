@@ -4,8 +4,9 @@
 pub(crate) mod fleet;
 pub(crate) mod handoff;
 pub mod indexer;
+pub mod prefill_load;
 pub mod router;
 
 pub use handoff::TransferArgs;
 pub use indexer::Indexer;
-pub use router::{Placement, RouteQuery, Router, RouterConfig, RouterMode};
+pub use router::{Placement, PrefillEstimate, PrefillLoadModel, RouteQuery, Router, RouterConfig, RouterMode};

@@ -25,7 +25,9 @@
 //!   loaded target's, in blocks, per block of the prompt (rounded up).
 //! - *active prefill tokens*: per routed request whose first token has not come, its prompt
 //!   less the overlap it was routed with, fixed then. Without `router_track_prefill_tokens`
-//!   there are none and the whole prefill term is 0, the prompt's own tokens included.
+//!   there are none and the whole prefill term is 0, the prompt's own tokens included. With
+//!   `router_prefill_load_model: ais` they decay with the measured kernels' expected prefill
+//!   time ([`super::prefill_load`]), here, in the queue threshold and in the credit decay.
 //! - *active blocks*: the distinct blocks of the target's routed requests until they end (none
 //!   without `router_track_active_blocks`; without `router_assume_kv_reuse` every request's
 //!   blocks are its own). *Active requests*: routed and not ended.
@@ -44,12 +46,14 @@
 //! (the weighted cached tokens, rounded) and in the reported overlap (whole blocks of it).
 
 use super::indexer::Indexer;
+use super::prefill_load::{PrefillLoad, clock_ns};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use servesim_engine::hash::mix64;
 use servesim_engine::kv::{KvEvent, KvEventData, KvTier};
+use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -61,6 +65,30 @@ pub enum RouterMode {
     /// Lowest KV-aware cost; exact ties broken by the seeded generator.
     KvRouter,
 }
+
+/// How the router's prompt-side load falls while a prompt is computed (Dynamo's
+/// `router_prefill_load_model`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrefillLoadModel {
+    /// Whole until the first token.
+    #[default]
+    None,
+    /// Decays with the measured kernels' expected prefill time (the scenario's
+    /// `ais_perf_config`); `aic` is the reference's older spelling.
+    #[serde(alias = "aic")]
+    Ais,
+}
+
+impl PrefillLoadModel {
+    fn is_none(&self) -> bool {
+        *self == PrefillLoadModel::None
+    }
+}
+
+/// The expected time (ns) of prefilling `new` tokens after a cached prefix of `prefix`
+/// tokens, one request alone: the load model's estimate.
+pub type PrefillEstimate = Arc<dyn Fn(u64, u64) -> u64 + Send + Sync>;
 
 /// The KV router's knobs, named as in Dynamo's `KvRouterConfig`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -86,6 +114,9 @@ pub struct RouterConfig {
     pub router_queue_threshold: Option<f64>,
     /// The weight of a block only a target's host tier holds (native offload).
     pub host_cache_hit_weight: f64,
+    /// `ais`: the prompt-side load decays with the expected prefill time.
+    #[serde(skip_serializing_if = "PrefillLoadModel::is_none")]
+    pub router_prefill_load_model: PrefillLoadModel,
 }
 
 impl Default for RouterConfig {
@@ -102,6 +133,7 @@ impl Default for RouterConfig {
             router_track_prefill_tokens: true,
             router_queue_threshold: None,
             host_cache_hit_weight: 0.75,
+            router_prefill_load_model: PrefillLoadModel::None,
         }
     }
 }
@@ -168,7 +200,7 @@ pub struct Placement {
 struct Load {
     /// Request-block hashes held by routed requests, refcounted.
     active: FxHashMap<u64, u32>,
-    prefill_tokens: u64,
+    prefill: PrefillLoad,
     /// Routed requests that have not ended.
     requests: u32,
 }
@@ -177,7 +209,6 @@ struct Load {
 struct Tracked {
     target: usize,
     blocks: Vec<u64>,
-    prefill_charge: u64,
 }
 
 pub struct Router {
@@ -212,6 +243,8 @@ pub struct Router {
     /// of over the workers (each cycling through its ranks): the reference's prefill and
     /// decode pools rotate so.
     rank_major_rotation: bool,
+    /// The prefill-load model's duration estimate (`router_prefill_load_model: ais`).
+    estimate: Option<PrefillEstimate>,
 }
 
 #[derive(Clone, Debug)]
@@ -245,10 +278,17 @@ impl Router {
                 .collect(),
             eligible: vec![true; targets],
             rank_major_rotation: false,
+            estimate: None,
             trace: false,
             last_costs: Vec::new(),
             last_overlaps: Vec::new(),
         }
+    }
+
+    /// Prompt-side loads decay with this expected prefill time (the `ais` load model).
+    pub fn with_prefill_estimate(mut self, estimate: PrefillEstimate) -> Self {
+        self.estimate = Some(estimate);
+        self
     }
 
     /// Keeps each KV-aware decision's per-target costs and overlaps for `last_decision`.
@@ -313,12 +353,12 @@ impl Router {
         self.is_kv_aware() && self.indexes_events
     }
 
-    /// True when every target's prefill load is over the queue threshold.
-    pub fn all_busy(&self, max_num_batched_tokens: u64) -> bool {
+    /// True when every target's prefill load is over the queue threshold at `now_ms`.
+    pub fn all_busy(&self, max_num_batched_tokens: u64, now_ms: f64) -> bool {
         match self.cfg.router_queue_threshold {
             Some(q) if self.is_kv_aware() => {
-                let limit = q * max_num_batched_tokens as f64;
-                self.loads.iter().zip(&self.eligible).all(|(l, &e)| !e || l.prefill_tokens as f64 > limit)
+                let (limit, now) = (q * max_num_batched_tokens as f64, clock_ns(now_ms));
+                self.loads.iter().zip(&self.eligible).all(|(l, &e)| !e || l.prefill.tokens_at(now) as f64 > limit)
             }
             _ => false,
         }
@@ -373,20 +413,19 @@ impl Router {
     }
 
     /// Target `t`'s cost for `q`, with `overlap` cached blocks there (`host` more in its host
-    /// tier) and `min_prefill` the least
-    /// active prefill load over all targets. Summed in the reference's order, so that exact
-    /// ties are ties here too.
-    fn cost(&self, t: usize, q: &RouteQuery, overlap: u32, host: u32, min_prefill: u64) -> f64 {
+    /// tier), `prefill` its active prefill load now and `min_prefill` the least over all
+    /// targets. Summed in the reference's order, so that exact ties are ties here too.
+    fn cost(&self, t: usize, q: &RouteQuery, overlap: u32, host: u32, prefill_tokens: u64, min_prefill: u64) -> f64 {
         let (cfg, load, bs) = (&self.cfg, &self.loads[t], self.block_size as f64);
         let prefill = if cfg.router_track_prefill_tokens {
             let decay = if cfg.overlap_score_credit_decay > 0.0 {
-                let excess_blocks = (load.prefill_tokens - min_prefill) as f64 / bs;
+                let excess_blocks = (prefill_tokens - min_prefill) as f64 / bs;
                 let prompt_blocks = q.prompt_tokens.div_ceil(self.block_size).max(1) as f64;
                 1.0 / (1.0 + cfg.overlap_score_credit_decay * (excess_blocks / prompt_blocks))
             } else {
                 1.0
             };
-            let raw = (load.prefill_tokens + q.prompt_tokens as u64) as f64 / bs;
+            let raw = (prefill_tokens + q.prompt_tokens as u64) as f64 / bs;
             let credit = cfg.overlap_score_credit * decay * overlap as f64 + cfg.host_cache_hit_weight * host as f64;
             cfg.prefill_load_scale * (raw - credit).max(0.0)
         } else {
@@ -425,10 +464,12 @@ impl Router {
 
     fn route_kv(&mut self, q: &RouteQuery, overlaps: &[u32]) -> Placement {
         // Workers not (or no longer) ready take nothing and weigh in no minimum.
-        let min_prefill = (0..self.targets).filter(|&t| self.eligible[t]).map(|t| self.loads[t].prefill_tokens).min().unwrap_or(0);
+        let now = clock_ns(q.now_ms);
+        let prefill: Vec<u64> = self.loads.iter().map(|l| l.prefill.tokens_at(now)).collect();
+        let min_prefill = (0..self.targets).filter(|&t| self.eligible[t]).map(|t| prefill[t]).min().unwrap_or(0);
         let hosts: Vec<u32> = (0..self.targets).map(|t| self.indexer.host_overlap(t as u32, q.block_hashes, overlaps[t])).collect();
         let costs: Vec<f64> = (0..self.targets)
-            .map(|t| if self.eligible[t] { self.cost(t, q, overlaps[t], hosts[t], min_prefill) } else { f64::INFINITY })
+            .map(|t| if self.eligible[t] { self.cost(t, q, overlaps[t], hosts[t], prefill[t], min_prefill) } else { f64::INFINITY })
             .collect();
         if self.trace {
             self.last_costs.clone_from(&costs);
@@ -443,7 +484,7 @@ impl Router {
             tied[self.rng.random_range(0..tied.len())]
         };
         #[cfg(feature = "route-trace")]
-        self.print_route(q, overlaps, &costs, target);
+        self.print_route(q, overlaps, &prefill, &costs, target);
         // Host blocks count at their weight: the overlap reported is the whole blocks of it,
         // the prefill charge leaves out its tokens, rounded.
         let weighted = overlaps[target] as f64 + self.cfg.host_cache_hit_weight * hosts[target] as f64;
@@ -454,13 +495,13 @@ impl Router {
     /// One line per decision: request, time, chosen target, how many tied at the lowest cost,
     /// then each target's overlap, prefill tokens, active blocks and cost.
     #[cfg(feature = "route-trace")]
-    fn print_route(&self, q: &RouteQuery, overlaps: &[u32], costs: &[f64], target: usize) {
+    fn print_route(&self, q: &RouteQuery, overlaps: &[u32], prefill: &[u64], costs: &[f64], target: usize) {
         let best = costs.iter().copied().fold(f64::INFINITY, f64::min);
         let tied = costs.iter().filter(|&&c| c == best).count();
         let per_target: Vec<String> = (0..self.targets)
             .map(|t| {
                 let l = &self.loads[t];
-                format!("{t}:ov={},pf={},act={},cost={}", overlaps[t], l.prefill_tokens, l.active.len(), costs[t])
+                format!("{t}:ov={},pf={},act={},cost={}", overlaps[t], prefill[t], l.active.len(), costs[t])
             })
             .collect();
         eprintln!("route id={} t={} isl={} -> {target} tied={tied} | {}", q.id, q.now_ms, q.prompt_tokens, per_target.join(" "));
@@ -494,7 +535,12 @@ impl Router {
         load.requests += 1;
         let uncached = (q.prompt_tokens as u64).saturating_sub(self.weighted_cached_tokens);
         let prefill_charge = if self.cfg.router_track_prefill_tokens { uncached } else { 0 };
-        load.prefill_tokens += prefill_charge;
+        // The load model's estimate: one request computing the charge after the cached rest.
+        let expected_ns = match (&self.estimate, prefill_charge) {
+            (Some(e), n) if n > 0 => Some(e(n, q.prompt_tokens as u64 - n)),
+            _ => None,
+        };
+        load.prefill.add(q.id, prefill_charge, expected_ns, clock_ns(q.now_ms));
         // Without assumed reuse the router gives every request its own block identities.
         let blocks = match (self.cfg.router_track_active_blocks, self.cfg.router_assume_kv_reuse) {
             (false, _) => Vec::new(),
@@ -504,22 +550,21 @@ impl Router {
         for &h in &blocks {
             *load.active.entry(h).or_insert(0) += 1;
         }
-        self.tracked.insert(q.id, Tracked { target: p.target, blocks, prefill_charge });
+        self.tracked.insert(q.id, Tracked { target: p.target, blocks });
     }
 
-    /// The request's first token: its prompt no longer loads the target's prefill.
-    pub fn prefill_done(&mut self, id: u64) {
-        if let Some(t) = self.tracked.get_mut(&id) {
-            self.loads[t.target].prefill_tokens -= t.prefill_charge;
-            t.prefill_charge = 0;
+    /// The request's first token, at `now_ms`: its prompt no longer loads the target's prefill.
+    pub fn prefill_done(&mut self, id: u64, now_ms: f64) {
+        if let Some(t) = self.tracked.get(&id) {
+            self.loads[t.target].prefill.remove(id, clock_ns(now_ms));
         }
     }
 
-    /// The request ended (completed, rejected or unschedulable).
-    pub fn free(&mut self, id: u64) {
+    /// The request ended at `now_ms` (completed, rejected or unschedulable).
+    pub fn free(&mut self, id: u64, now_ms: f64) {
         if let Some(t) = self.tracked.remove(&id) {
             let load = &mut self.loads[t.target];
-            load.prefill_tokens -= t.prefill_charge;
+            load.prefill.remove(id, clock_ns(now_ms));
             load.requests -= 1;
             for h in t.blocks {
                 if let Some(c) = load.active.get_mut(&h) {
@@ -574,7 +619,7 @@ mod tests {
         for id in 0..5 {
             let p = r.route(&q(id));
             assert_eq!(p, Placement { target: 1, overlap_blocks: 3 }, "the cached prefix wins");
-            r.free(id);
+            r.free(id, 0.0);
         }
         r.apply_events(1, &[ev(KvEventData::Removed { block_hashes: vec![11] })], 0.0);
         let mut seen = [0; 2];
@@ -582,7 +627,7 @@ mod tests {
             let p = r.route(&q(id));
             assert_eq!(p.overlap_blocks, 0, "a removed root hides its descendants");
             seen[p.target] += 1;
-            r.free(id);
+            r.free(id, 0.0);
         }
         assert!(seen[0] > 0 && seen[1] > 0, "ties are broken at random: {seen:?}");
     }
@@ -595,10 +640,38 @@ mod tests {
         let b = [5u64, 6, 7, 8];
         let p1 = r.route(&RouteQuery { id: 2, now_ms: 0.0, prompt_tokens: 64, block_hashes: &b });
         assert_ne!(p0.target, p1.target, "the loaded target costs more");
-        r.prefill_done(1);
-        r.free(1);
-        r.free(2);
-        assert!(r.loads.iter().all(|l| l.prefill_tokens == 0 && l.active.is_empty()));
+        r.prefill_done(1, 0.0);
+        r.free(1, 0.0);
+        r.free(2, 0.0);
+        assert!(r.loads.iter().all(|l| l.prefill.tokens_at(0) == 0 && l.active.is_empty()));
+    }
+
+    #[test]
+    fn a_measured_load_model_lets_a_computing_prompt_weigh_less_as_time_passes() {
+        // Every prompt is expected to take 100 ms to compute.
+        let estimate: PrefillEstimate = Arc::new(|_, _| 100_000_000);
+        let cfg = RouterConfig { router_prefill_load_model: PrefillLoadModel::Ais, ..RouterConfig::default() };
+        let (a, b, c) = ([1u64, 2, 3, 4, 5, 6, 7, 8], [11u64, 12, 13, 14, 15, 16], [21u64, 22, 23, 24]);
+        let third = |at_ms: f64, measured: bool| {
+            let mut r = Router::new(RouterMode::KvRouter, cfg.clone(), 2, 1, 16, 3);
+            if measured {
+                r = r.with_prefill_estimate(estimate.clone());
+            }
+            // A (8 blocks) has its first token; B (6 blocks) is computing since t = 0.
+            let pa = r.route(&RouteQuery { id: 1, now_ms: 0.0, prompt_tokens: 128, block_hashes: &a });
+            r.prefill_done(1, 0.0);
+            let pb = r.route(&RouteQuery { id: 2, now_ms: 0.0, prompt_tokens: 96, block_hashes: &b });
+            assert_ne!(pa.target, pb.target);
+            let b_load = r.loads[pb.target].prefill.tokens_at(clock_ns(at_ms));
+            let pc = r.route(&RouteQuery { id: 3, now_ms: at_ms, prompt_tokens: 64, block_hashes: &c });
+            (pc.target == pb.target, b_load)
+        };
+        // Beside A: 4 blocks of prefill + 12 active = 16. Beside B, undecayed: (96 + 64) / 16
+        // + 10 = 20.
+        assert_eq!(third(90.0, false), (false, 96));
+        // 90 ms into B's 100 ms, ⌊96 × 0.9⌋ = 86 tokens are done: (10 + 64) / 16 + 10 < 16.
+        assert_eq!(third(90.0, true), (true, 10));
+        assert_eq!(third(150.0, true).1, 0, "done after its expected time");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::build::Files;
 use crate::report::Slo;
 use crate::scenario::Scenario;
 use serde_json::{Map, Value, json};
+use servesim_engine::EngineArgs;
 use servesim_engine::perf::roofline::{GpuRef, ModelRef, ModelSpec, Roofline, RooflineArgs, model_preset};
 
 /// A predict file as servesim runs it.
@@ -98,6 +99,12 @@ pub fn scenario_json(doc: &Node, src: &str, files: &mut dyn Files) -> Result<Unv
     if let Some(cfg) = router.config {
         s["cluster"]["router_config"] = cfg;
     }
+    if router.measured_load {
+        // As the reference's router adapter: the prompt-side pool's model (the prefill
+        // workers' when disaggregated).
+        s["cluster"]["router_config"]["router_prefill_load_model"] = "ais".into();
+        s["cluster"]["ais_perf_config"] = engine.roles[0].ais_perf_config.clone();
+    }
     s["workload"] = traffic.workload;
     if let Some(t) = traffic.max_sim_time_ms {
         s["max_sim_time_ms"] = t.into();
@@ -129,6 +136,10 @@ struct Role {
     engine: Value,
     block_size: u32,
     num_gpu_blocks: Option<u64>,
+    /// The role's measured-kernel model (the KV router's prefill-load estimate reads it).
+    ais_perf_config: Value,
+    /// Timed by the measured kernels (`timing` absent or of type `default`).
+    measured: bool,
 }
 
 struct Engine {
@@ -152,8 +163,14 @@ impl Model {
         if let Some(c) = &self.config {
             return spec_of_config(c);
         }
+        self.preset().and_then(model_preset)
+    }
+
+    /// The roofline preset the model's name names (`meta-llama/Llama-3.1-70B-Instruct` →
+    /// `llama-3.1-70b`).
+    fn preset(&self) -> Option<&'static str> {
         let lower = self.name.to_ascii_lowercase().replace("meta-llama-", "llama-");
-        servesim_engine::perf::roofline::MODEL_PRESETS.iter().copied().find(|p| lower.contains(p)).and_then(model_preset)
+        servesim_engine::perf::roofline::MODEL_PRESETS.iter().copied().find(|p| lower.contains(p))
     }
 }
 
@@ -227,7 +244,9 @@ fn engine(e: &mut Obj, files: &mut dyn Files, derived: &mut Map<String, Value>) 
         w.finish()?;
     }
     workers.finish()?;
-    // The memory model: a pool the file leaves at `capacity.type: default`.
+    // The memory model: a pool the file leaves at `capacity.type: default`. Under the
+    // measured timing, AIConfigurator's (as the reference sizes it from the same estimator
+    // identity); else servesim's own from the model's shape and the GPU.
     for r in &mut roles {
         if r.num_gpu_blocks.is_none() && r.roofline {
             // The roofline timing sizes its pool itself (weights per attention-DP rank, experts
@@ -257,6 +276,33 @@ fn engine(e: &mut Obj, files: &mut dyn Files, derived: &mut Map<String, Value>) 
                 format!("{}.timing", r.name),
                 "roofline: the measured-kernel model does not time this MoE/MLA architecture yet (docs/accuracy.md)".into(),
             );
+        }
+        if r.num_gpu_blocks.is_none() && r.measured {
+            let fraction = r.engine["__memory_fraction"].as_f64().unwrap_or(0.9);
+            let path = format!("engine.workers.{}.kv_cache.capacity", r.name);
+            let mut bare = r.engine.clone();
+            if let Some(o) = bare.as_object_mut() {
+                o.retain(|k, _| !k.starts_with("__"));
+            }
+            let args =
+                EngineArgs::from_json(&bare).map_err(|err| error_at(e.src(), 0, &format!("engine.workers.{}.timing", r.name), err.0))?;
+            let ais = crate::kernels::model_for(&args, files)
+                .map_err(|err| error_at(e.src(), 0, &format!("engine.workers.{}.timing", r.name), err.0))?;
+            let max_tokens = r.engine["max_num_batched_tokens"].as_u64().unwrap_or(8192);
+            let pool = ais.kv_pool(max_tokens, fraction).map_err(|why| error_at(e.src(), 0, &path, why))?;
+            let blocks = pool.kv_tokens / r.block_size as u64;
+            if blocks == 0 {
+                return Err(error_at(
+                    e.src(),
+                    0,
+                    &path,
+                    format!("the model's weights and buffers leave no room for a KV cache on {} × {hardware}", r.tp * r.pp),
+                ));
+            }
+            r.num_gpu_blocks = Some(blocks);
+            r.engine["num_gpu_blocks"] = blocks.into();
+            derived.insert(format!("{}.num_gpu_blocks", r.name), blocks.into());
+            derived.insert(format!("{}.kv_pool", r.name), serde_json::to_value(&pool).unwrap_or_default());
         }
         if r.num_gpu_blocks.is_none() {
             let fraction = r.engine["__memory_fraction"].as_f64().unwrap_or(0.9);
@@ -361,6 +407,36 @@ fn memory_model(model: &Model, hardware: &str, gpus: u32, fraction: f64, kv_dtyp
     Roofline::new(&args)
 }
 
+/// The measured timing's precision fields under `engine.workers.<role>.timing` and the names
+/// AIConfigurator 0.12 gives their modes (`common.GEMMQuantMode`, …); whether the measured
+/// timing has a mode's kernels is the timing model's to say.
+const QUANT_MODES: &[(&str, &[&str])] = &[
+    (
+        "gemm_quant_mode",
+        &["bfloat16", "int8_wo", "int4_wo", "fp8", "fp8_static", "sq", "fp8_block", "fp8_ootb", "nvfp4", "nvfp4_wo", "w4a16_nvfp4"],
+    ),
+    (
+        "moe_quant_mode",
+        &[
+            "bfloat16",
+            "fp8",
+            "int4_wo",
+            "fp8_block",
+            "w4afp8",
+            "nvfp4",
+            "nvfp4_wo",
+            "w4a16_mxfp4",
+            "w4a8_mxfp4_mxfp8",
+            "w4a8_mxfp4_mxfp8_trtllm",
+            "w4a16_mxfp4_cutlass",
+            "w4a16_nvfp4",
+        ],
+    ),
+    ("kvcache_quant_mode", &["bfloat16", "int8", "fp8"]),
+    ("fmha_quant_mode", &["bfloat16", "float16", "fp8", "fp8_block"]),
+    ("comm_quant_mode", &["half", "int8", "fp8"]),
+];
+
 #[allow(clippy::too_many_arguments)]
 fn role(
     w: &mut Obj,
@@ -434,14 +510,34 @@ fn role(
     cache.finish()?;
 
     let mut t = w.obj("timing")?;
-    let timing_type = t.choice("type", &["default", "fixed", "polynomial"])?.unwrap_or("default");
+    let timing_type = t.choice("type", &["default", "fixed", "polynomial", "roofline"])?.unwrap_or("default");
     let prefill_ms = t.non_negative("prefill_ms")?;
     let decode_ms = t.non_negative("decode_ms")?;
+    // servesim's roofline (`type: roofline`, servesim's own): its efficiencies, if given.
+    let mut roofline_args = Map::new();
+    for k in ["compute_efficiency", "bandwidth_efficiency", "overhead_ms"] {
+        if let Some(x) = t.non_negative(k)? {
+            if timing_type != "roofline" {
+                return Err(t.fail(k, format!("is a roofline figure; `{timing_type}` timing has none")));
+            }
+            roofline_args.insert(k.into(), x.into());
+        }
+    }
     let mut quant = Map::new();
-    for k in ["gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode"] {
+    for &(k, names) in QUANT_MODES {
         if let Some(q) = t.str(k)? {
             if timing_type != "default" {
                 return Err(t.fail(k, format!("sets the measured timing's precision; `{timing_type}` timing has none")));
+            }
+            // The reference's reading: `auto` / `none` / empty is the model's own precision,
+            // `int4` is `int4_wo`; anything else must be one of AIConfigurator's names.
+            let q = match q.trim() {
+                "" | "auto" | "none" | "null" => continue,
+                "int4" => "int4_wo",
+                q => q,
+            };
+            if !names.contains(&q) {
+                return Err(t.fail(k, format!("unknown mode `{q}` (AIConfigurator's names: {})", names.join(", "))));
             }
             quant.insert(k.into(), q.into());
         }
@@ -450,6 +546,21 @@ fn role(
     // is timed by the roofline from the same config.json (said in `derived`).
     let ais_times = model.config.as_ref().map_or_else(|| !moe, |c| servesim_engine::perf::ais::model::ModelShape::from_config(c).is_ok());
     let roofline_timed = timing_type == "default" && !ais_times;
+    // The measured-kernel (AIS) timing on AIConfigurator's data for this system, framework
+    // and version: the role's timing by default, and the KV router's prefill-load estimate
+    // (`router.prefill_load_model.type: ais`) whatever the role's timing.
+    let mut ais = json!({
+        "type": "ais",
+        "model": model.config.clone().unwrap_or_else(|| model.name.clone().into()),
+        "system": hardware,
+        "backend": backend,
+        "tp": tp,
+        "pp": pp,
+    });
+    if let Some(v) = backend_version {
+        ais["backend_version"] = v.into();
+    }
+    ais.as_object_mut().expect("an object").extend(quant.clone());
     let timing = match timing_type {
         _ if roofline_timed => {
             let mut spec = spec.clone().ok_or_else(|| t.fail_here(format!("servesim knows no shape for `{}`", model.name)))?;
@@ -494,22 +605,30 @@ fn role(
             }
             if other == "polynomial" {
                 json!({"type": "polynomial"})
+            } else if other == "roofline" {
+                // The roofline on the model's shape (its config.json, else the preset its name
+                // names) and the hardware's figures: the model the memory model sizes KV with.
+                let gpu = gpu_of(hardware).ok_or_else(|| {
+                    t.fail(
+                        "type",
+                        format!("roofline: servesim has no figures for hardware `{hardware}` (it knows a100, l40s, h100, h200, b200)"),
+                    )
+                })?;
+                let model_ref = match (&model.config, model.preset()) {
+                    (None, Some(p)) => Value::from(p),
+                    _ => serde_json::to_value(model.spec().ok_or_else(|| {
+                        t.fail(
+                            "type",
+                            format!("roofline: servesim knows no shape for `{}` (give a directory with its config.json)", model.name),
+                        )
+                    })?)
+                    .map_err(|e| SimError::new(e.to_string()))?,
+                };
+                let mut r = json!({"type": "roofline", "model": model_ref, "gpu": gpu, "tp": tp});
+                r.as_object_mut().expect("an object").extend(roofline_args.clone());
+                r
             } else {
-                // The measured-kernel (AIS) timing on AIConfigurator's data for this system,
-                // framework and version.
-                let mut ais = json!({
-                    "type": "ais",
-                    "model": model.config.clone().unwrap_or_else(|| model.name.clone().into()),
-                    "system": hardware,
-                    "backend": backend,
-                    "tp": tp,
-                    "pp": pp,
-                });
-                if let Some(v) = backend_version {
-                    ais["backend_version"] = v.into();
-                }
-                ais.as_object_mut().expect("an object").extend(quant.clone());
-                ais
+                ais.clone()
             }
         }
     };
@@ -554,7 +673,13 @@ fn role(
         _ => "auto",
     }
     .into();
-    Ok(Role { name, replicas, tp, pp, dp, rank_dp, roofline: roofline_timed, startup, engine, block_size, num_gpu_blocks })
+    let mut ais_perf_config = ais;
+    if let Some(o) = ais_perf_config.as_object_mut() {
+        o.remove("type");
+        o.insert("worker_type".into(), if name == "aggregated" { "aggregated" } else { name }.into());
+    }
+    let measured = timing_type == "default" && !roofline_timed;
+    Ok(Role { name, replicas, tp, pp, dp, rank_dp, roofline: roofline_timed, startup, engine, block_size, num_gpu_blocks, ais_perf_config, measured })
 }
 
 struct Traffic {
@@ -643,10 +768,8 @@ fn traffic(
         }
         source.allow(&["range_ratio", "input_tokens", "output_tokens"]);
         source.finish()?;
-        if matches!(format, "agentic_mooncake" | "weka") {
-            return Err(
-                source.refuse("format", format!("`{format}` traces need an agentic execution model (request graphs, plays and lanes)"))
-            );
+        if format == "weka" {
+            return Err(source.refuse("format", "`weka` (Weka/AgentX agent traces) is not read yet; convert it to agentic_mooncake"));
         }
         if format != "dynamo" && paths.len() != 1 {
             return Err(source.fail("paths", format!("trace format '{format}' requires exactly one path")));
@@ -663,18 +786,22 @@ fn traffic(
         if format == "applied_compute_agentic" && load_type != "concurrency" {
             return Err(load.fail("type", "applied_compute_agentic requires concurrency load"));
         }
+        if format == "agentic_mooncake" && load_type != "trace_timestamps" {
+            return Err(load.fail("type", "agentic_mooncake traces run on their own times and dependencies (trace_timestamps load)"));
+        }
         let mut w = json!({"type": "trace", "path": paths[0]});
         if format != "mooncake" {
             w["format"] = format.into();
         }
         w["trace_block_size"] = block_size.unwrap_or(512).into();
-        if format == "dynamo" {
-            // A Dynamo trace carries its own block size (a given one must agree), and an
-            // agentic one (records with `agent_context`) needs what servesim does not have.
+        if matches!(format, "dynamo" | "agentic_mooncake") {
+            // A Dynamo trace and an agentic Mooncake v2 trace carry their own block size (a
+            // given one must agree); an agentic one (a request graph) runs on its times.
             let bytes = files.read(&paths[0]).map_err(|e| source.fail("paths", e))?;
-            let (embedded, agentic) = dynamo_trace_head(&bytes);
-            if agentic {
-                return Err(source.refuse("paths", "an agentic Dynamo trace (records with agent_context) needs an agentic execution model"));
+            let (embedded, agentic) =
+                if format == "dynamo" { dynamo_trace_head(&bytes) } else { (agentic_mooncake_block_size(&bytes), true) };
+            if agentic && load_type != "trace_timestamps" {
+                return Err(load.fail("type", "an agentic trace runs on its own times and dependencies (trace_timestamps load)"));
             }
             if let Some(b) = embedded {
                 if block_size.is_some_and(|given| given as u32 != b) {
@@ -828,6 +955,16 @@ fn traffic(
     Ok(Traffic { workload: w, max_sim_time_ms: None, trace_format: None })
 }
 
+/// The block size an agentic Mooncake trace's v2 header gives (none for legacy rows).
+fn agentic_mooncake_block_size(bytes: &[u8]) -> Option<u32> {
+    let line = bytes.split(|b| *b == b'\n').find(|l| l.iter().any(|c| !c.is_ascii_whitespace()))?;
+    let v: Value = serde_json::from_slice(line).ok()?;
+    if v.get("schema").and_then(Value::as_str) != Some(crate::workload::agentic::mooncake::SCHEMA) {
+        return None;
+    }
+    v.get("block_size").and_then(Value::as_u64).map(|b| b as u32)
+}
+
 /// The block size a Dynamo request trace records (its first `request_end` record's), and
 /// whether any record carries `agent_context`.
 fn dynamo_trace_head(bytes: &[u8]) -> (Option<u32>, bool) {
@@ -850,6 +987,9 @@ fn dynamo_trace_head(bytes: &[u8]) -> (Option<u32>, bool) {
 struct Router {
     mode: &'static str,
     config: Option<Value>,
+    /// `prefill_load_model.type: ais`: the prompt-side load decays with the measured
+    /// kernels' expected prefill time.
+    measured_load: bool,
 }
 
 fn router(r: &mut Obj) -> Result<Router, SimError> {
@@ -872,17 +1012,12 @@ fn router(r: &mut Obj) -> Result<Router, SimError> {
         if load_model != "none" || !set.is_empty() {
             return Err(r.fail_here(format!("round_robin requires prefill_load_model.type='none' and rejects KV-router knobs {set:?}")));
         }
-        return Ok(Router { mode: "round_robin", config: None });
-    }
-    if load_model != "none" {
-        return Err(model.refuse(
-            "type",
-            format!("`{load_model}` (a prefill-load estimate from the measured kernels) is not in its KV router; use none"),
-        ));
+        return Ok(Router { mode: "round_robin", config: None, measured_load: false });
     }
     let [credit, scale, temperature] = values;
     Ok(Router {
         mode: "kv_router",
+        measured_load: load_model != "none",
         config: Some(json!({
             "overlap_score_credit": credit.unwrap_or(1.0),
             "prefill_load_scale": scale.unwrap_or(1.0),
@@ -1197,15 +1332,33 @@ pub fn from_scenario(s: &Scenario, model: &str, hardware: &str) -> Result<Value,
         overlap_score_credit: r.overlap_score_credit,
         prefill_load_scale: r.prefill_load_scale,
         router_temperature: r.router_temperature,
+        router_prefill_load_model: r.router_prefill_load_model,
         ..Default::default()
     };
     if *r != knobs_only {
-        return cannot("cluster.router_config", "its router has overlap_score_credit, prefill_load_scale and temperature only");
+        return cannot(
+            "cluster.router_config",
+            "its router has overlap_score_credit, prefill_load_scale, temperature and the prefill-load model only",
+        );
+    }
+    let measured_load = r.router_prefill_load_model == crate::cluster::PrefillLoadModel::Ais;
+    if let Some(a) = &cfg.ais_perf_config {
+        // The file's router estimate times the file's model on its hardware, at the prompt
+        // workers' parallelism and precision.
+        let prompt = cfg.disagg.as_ref().map_or(&cfg.launch, |d| &d.prefill);
+        let tp = prompt.tensor_parallel_size.unwrap_or(1) as u64;
+        let same = a.get("system").and_then(Value::as_str) == Some(hardware)
+            && a.get("tp").and_then(Value::as_u64).unwrap_or(1) * a.get("pp").and_then(Value::as_u64).unwrap_or(1) == tp
+            && a.keys().all(|k| ["model", "system", "backend", "backend_version", "tp", "pp", "worker_type"].contains(&k.as_str()));
+        if !same {
+            return cannot("cluster.ais_perf_config", "its router estimate is the prompt workers' own model, hardware and parallelism");
+        }
     }
     let mut out = json!({"traffic": traffic, "engine": engine});
     if cfg.router_mode == crate::cluster::RouterMode::KvRouter {
         let r = &cfg.router_config;
-        out["router"] = json!({"policy": "kv_router", "prefill_load_model": {"type": "none"}, "overlap_score_credit": r.overlap_score_credit,
+        out["router"] = json!({"policy": "kv_router", "prefill_load_model": {"type": if measured_load { "ais" } else { "none" }},
+                               "overlap_score_credit": r.overlap_score_credit,
                                "prefill_load_scale": r.prefill_load_scale, "temperature": r.router_temperature});
     } else if cfg.router_mode != crate::cluster::RouterMode::RoundRobin {
         return cannot("cluster.router_mode", "its router policies are round_robin and kv_router");

@@ -83,13 +83,21 @@ pub fn run_candidate(
 /// its model and traces relative to the file or to the directory it is run from).
 pub struct PathFiles {
     pub bases: Vec<std::path::PathBuf>,
+    /// The measured-kernel data's directory (the clone's `data/ais/` by default).
+    pub kernels: std::path::PathBuf,
 }
 
 impl PathFiles {
     /// Beside `file`, then the current directory.
     pub fn beside(file: &std::path::Path) -> PathFiles {
         let dir = file.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
-        PathFiles { bases: vec![dir, std::path::PathBuf::from(".")] }
+        PathFiles { bases: vec![dir, std::path::PathBuf::from(".")], kernels: crate::build::default_kernel_dir() }
+    }
+
+    /// Measured-kernel data from `dir` instead.
+    pub fn with_kernels(mut self, dir: std::path::PathBuf) -> Self {
+        self.kernels = dir;
+        self
     }
 
     fn find(&self, name: &str) -> std::path::PathBuf {
@@ -108,5 +116,10 @@ impl Files for PathFiles {
         let path = self.find(name);
         let file = std::fs::File::open(&path).map_err(|e| SimError::new(format!("{}: {e}", path.display())))?;
         crate::workload::formats::read_reader(std::io::BufReader::new(file), opts, &path.display().to_string())
+    }
+
+    fn kernel_file(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
+        let path = self.kernels.join(name);
+        std::fs::read(&path).map_err(|e| SimError::new(format!("measured-kernel data {}: {e}", path.display())))
     }
 }

@@ -575,9 +575,9 @@ pub fn hopeless(objective: &Slo, records: &[crate::report::RequestRecord], n: us
             }
         }
     }
-    if objective.sla().is_set() {
+    if objective.per_request() {
         let ratio = objective.min_goodput_ratio.unwrap_or(0.99);
-        let sla = objective.sla();
+        let sla = objective;
         let bad = records
             .iter()
             .filter(|r| {

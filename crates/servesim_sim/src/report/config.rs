@@ -46,22 +46,24 @@ pub fn effective_with(s: &Scenario, kernels: Option<&KernelSets>) -> Result<Valu
     let pool = |name: &str, launch: &LaunchConfig, workers: u32| {
         let mut v = pool(name, launch, workers);
         if let Some(m) = kernels.and_then(|k| k.get(&launch.engine)) {
-            v["timing"] = json!({
-                "type": "ais",
-                "source": m.source(),
-                "model": m.model_name,
-                "architecture": m.shape.architecture,
-                "system": m.data.meta.system.name,
-                "backend": m.backend_name(),
-                "backend_version": m.data.identity().2,
-                "tp": m.tp,
-                "pp": m.pp,
-                "gemm_quant_mode": m.dtypes.gemm.name(),
-                "kvcache_quant_mode": m.dtypes.kv.name(),
-                "fmha_quant_mode": m.dtypes.fmha.name(),
-                "weight_gib_per_gpu": m.weight_bytes() / (1u64 << 30) as f64,
-                "board_power_w": m.board_power_w(),
-            });
+            let version = m.data.identity().2;
+            let t = AisTiming {
+                r#type: "ais",
+                source: m.source(),
+                model: &m.model_name,
+                architecture: &m.shape.architecture,
+                system: &m.data.meta.system.name,
+                backend: m.backend_name(),
+                backend_version: &version,
+                tp: m.tp,
+                pp: m.pp,
+                gemm_quant_mode: m.dtypes.gemm.name(),
+                kvcache_quant_mode: m.dtypes.kv.name(),
+                fmha_quant_mode: m.dtypes.fmha.name(),
+                weight_gib_per_gpu: m.weight_bytes() / (1u64 << 30) as f64,
+                board_power_w: m.board_power_w(),
+            };
+            v["timing"] = serde_json::to_value(&t).unwrap_or(Value::Null);
             if let Some(p) = kernels.and_then(|k| k.pool(&launch.engine)) {
                 v["kv_pool"] = serde_json::to_value(p).unwrap_or(Value::Null);
             }
@@ -74,6 +76,25 @@ pub fn effective_with(s: &Scenario, kernels: Option<&KernelSets>) -> Result<Valu
     };
     let total: u64 = pools.iter().map(|p| p["gpus"].as_u64().unwrap_or(0)).sum();
     Ok(json!({"total_gpus": total, "pools": pools, "no_effect": no_effect(s, &cfg)}))
+}
+
+/// A measured-kernel pool's timing figures (a struct, not `json!`: the page's engine stays small).
+#[derive(serde::Serialize)]
+struct AisTiming<'a> {
+    r#type: &'static str,
+    source: String,
+    model: &'a str,
+    architecture: &'a str,
+    system: &'a str,
+    backend: &'static str,
+    backend_version: &'a str,
+    tp: u32,
+    pp: u32,
+    gemm_quant_mode: &'static str,
+    kvcache_quant_mode: &'static str,
+    fmha_quant_mode: &'static str,
+    weight_gib_per_gpu: f64,
+    board_power_w: Option<f64>,
 }
 
 /// The roofline's model and GPU presets with their figures, for a page to look up rather than

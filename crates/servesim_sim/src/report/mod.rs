@@ -70,63 +70,6 @@ impl RequestRecord {
     }
 }
 
-/// Per-request service-level thresholds (the reference's `sla_*_ms`): a completed request is
-/// "good" when every one that is set holds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Sla {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_ms: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub itl_ms: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub e2e_ms: Option<f64>,
-}
-
-impl Sla {
-    pub fn is_set(&self) -> bool {
-        self.ttft_ms.is_some() || self.itl_ms.is_some() || self.e2e_ms.is_some()
-    }
-
-    pub fn is_unset(&self) -> bool {
-        !self.is_set()
-    }
-
-    /// Checks the values the way the reference does; `prefix` names where they were given
-    /// (`replay.sla_` or `slo.`).
-    pub fn validate(&self, prefix: &str) -> Result<(), String> {
-        for (name, v) in [("ttft_ms", self.ttft_ms), ("itl_ms", self.itl_ms), ("e2e_ms", self.e2e_ms)] {
-            if let Some(v) = v
-                && !(v.is_finite() && v > 0.0)
-            {
-                return Err(format!("{prefix}{name} must be a finite, positive number, got {v}"));
-            }
-        }
-        if self.e2e_ms.is_some() && (self.ttft_ms.is_some() || self.itl_ms.is_some()) {
-            return Err(format!("{prefix}e2e_ms cannot be combined with {prefix}ttft_ms or {prefix}itl_ms (as in Dynamo's replay)"));
-        }
-        Ok(())
-    }
-
-    /// Whether a completed request met every threshold: TTFT and E2E (to its last token) at
-    /// most their bounds, and its mean inter-token latency too when it has two tokens or more.
-    /// One with no token meets only an E2E-only SLA, by its end.
-    fn is_good(&self, r: &RequestRecord) -> bool {
-        let Some(first) = r.first_token_ms else {
-            return self.ttft_ms.is_none()
-                && self.itl_ms.is_none()
-                && self.e2e_ms.is_some_and(|b| r.end_ms.unwrap_or(f64::INFINITY) - r.arrival_ms <= b);
-        };
-        let last = r.last_token_ms.unwrap_or(first);
-        let (ttft, e2e) = (first - r.arrival_ms, last - r.arrival_ms);
-        let itl_ok = match self.itl_ms {
-            Some(b) if r.output_tokens > 1 => (e2e - ttft) / (r.output_tokens - 1) as f64 <= b,
-            _ => true,
-        };
-        self.ttft_ms.is_none_or(|b| ttft <= b) && self.e2e_ms.is_none_or(|b| e2e <= b) && itl_ok
-    }
-}
-
 /// What the offload tiers report (the reference's `g3_offload` and, for a cluster-shared host
 /// pool, `g2_domains`).
 #[derive(Clone, Debug, Default)]
@@ -174,6 +117,9 @@ pub struct Collector {
     pub images: Option<Box<ImageStats>>,
     /// Price of one GPU-hour (USD), when the scenario sets one: the summary adds the cost.
     pub gpu_hour_usd: Option<f64>,
+    /// An agentic run's plays (trajectories), set when the run ends. Its duration counts
+    /// from the clock's start, as the reference's does (its first request may start late).
+    pub trajectories: Option<crate::workload::agentic::run::Trajectories>,
 }
 
 /// What the vision encoder did for a workload with images.
@@ -329,7 +275,7 @@ impl Collector {
         let mut last_end: f64 = 0.0;
         let first_arrival = self.records.iter().filter(|r| r.arrived()).map(|r| r.arrival_ms).fold(f64::INFINITY, f64::min);
         let mut good = (0u64, 0u64);
-        let sla = self.slo.sla();
+        let sla = &self.slo;
         for r in &self.records {
             match r.status {
                 Status::Completed => {}
@@ -346,12 +292,13 @@ impl Collector {
             reused += r.reused_input_tokens.max(r.decode_reused_tokens) as u64;
             first_reused += r.first_admission_reused_tokens.unwrap_or(0) as u64;
             last_end = last_end.max(r.end_ms.unwrap_or(0.0));
-            if sla.is_set() && sla.is_good(r) {
+            if sla.per_request() && sla.is_good(r) {
                 good.0 += 1;
                 good.1 += r.output_tokens as u64;
             }
         }
-        let duration = if completed == 0 || !first_arrival.is_finite() { 0.0 } else { last_end - first_arrival };
+        let origin = if self.trajectories.is_some() { first_arrival.min(0.0) } else { first_arrival };
+        let duration = if completed == 0 || !first_arrival.is_finite() { 0.0 } else { last_end - origin };
         let per_s = |x: u64| if duration > 0.0 { x as f64 / (duration / 1000.0) } else { 0.0 };
         let ratio = |x: u64| if input > 0 { x as f64 / input as f64 } else { 0.0 };
 
@@ -387,7 +334,7 @@ impl Collector {
             m.insert("cost_usd".into(), num(cost));
             m.insert("cost_per_million_output_tokens_usd".into(), num(if output > 0 { cost / (output as f64 / 1e6) } else { f64::NAN }));
         }
-        if sla.is_set() {
+        if sla.per_request() {
             m.insert("goodput_completed_requests".into(), good.0.into());
             m.insert("goodput_request_throughput_rps".into(), num(per_s(good.0)));
             m.insert("goodput_output_throughput_tok_s".into(), num(per_s(good.1)));
@@ -414,6 +361,14 @@ impl Collector {
         self.itl.write(&mut m, "itl_ms");
         samples(&e2e).write(&mut m, "e2e_latency_ms");
         self.per_user_tps.write(&mut m, "output_token_throughput_per_user");
+        if let Some(t) = &self.trajectories {
+            m.insert("total_trajectories".into(), t.total.into());
+            m.insert("completed_trajectories".into(), t.e2e_ms.len().into());
+            m.insert("incomplete_trajectories".into(), (t.total - t.e2e_ms.len()).into());
+            Samples(t.e2e_ms.clone()).write(&mut m, "trajectory_e2e_latency_ms");
+            let p50 = m.get("median_trajectory_e2e_latency_ms").cloned().unwrap_or(Value::Null);
+            m.insert("p50_trajectory_e2e_latency_ms".into(), p50);
+        }
         if let Some(o) = &self.offload {
             if let Some(g3) = &o.g3 {
                 m.insert("g3_offload".into(), serde_json::to_value(g3).expect("serialisable"));

@@ -4,9 +4,12 @@
 
 use crate::SimError;
 use crate::cluster::{RouterConfig, RouterMode};
-pub use crate::report::{Sla, Slo};
+mod profiles;
+
+pub use crate::report::Slo;
 use crate::workload::TraceFormat;
 use crate::workload::synthetic::SyntheticSpec;
+pub use profiles::Profiles;
 use serde::{Deserialize, Serialize};
 use servesim_engine::{Backend, WorkerType};
 use servesim_engine::{EngineArgs, LaunchConfig};
@@ -28,7 +31,7 @@ pub struct SimConfig {
     /// Window of the time series, in virtual ms.
     pub timeseries_interval_ms: f64,
     /// NPZ profiles the engines name, loaded by `build` (the harness reads no files itself).
-    pub profiles: crate::build::Profiles,
+    pub profiles: Profiles,
     /// Measured-kernel models the engines name, built by `build` from the data files.
     pub kernels: crate::kernels::KernelSets,
     /// Price of one GPU-hour (USD), for the report's cost per million output tokens.
@@ -44,6 +47,10 @@ pub struct SimConfig {
     pub max_sim_time_ms: Option<f64>,
     /// Pools that grow and shrink during the run: a planner in the loop, or a script.
     pub scaling: Option<crate::planner::config::Scaling>,
+    /// The measured-kernel model of the KV router's prefill-load estimate
+    /// (`router_prefill_load_model: ais`): the AIS timing model's fields, as Dynamo's
+    /// `ais_perf_config`.
+    pub ais_perf_config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Disaggregated serving: prompts run on the prefill pool, their KV moves to the decode pool.
@@ -118,6 +125,20 @@ impl SimConfig {
             && !(t.is_finite() && t >= 0.0)
         {
             return Err(SimError::new("max_sim_time_ms must be finite and non-negative"));
+        }
+        // As the reference's replay checks the pair.
+        let ais_load = self.router_config.router_prefill_load_model == crate::cluster::PrefillLoadModel::Ais;
+        match (ais_load, &self.ais_perf_config) {
+            (true, None) => {
+                return Err(SimError::new("cluster.router_config.router_prefill_load_model: `ais` requires cluster.ais_perf_config"));
+            }
+            (false, Some(_)) => {
+                return Err(SimError::new("cluster.ais_perf_config requires router_config.router_prefill_load_model `ais`"));
+            }
+            (true, Some(_)) if self.router_mode != RouterMode::KvRouter => {
+                return Err(SimError::new("cluster.router_config.router_prefill_load_model: `ais` requires router_mode kv_router"));
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -209,6 +230,11 @@ pub struct ClusterSpec {
     pub prefill_startup_time: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_startup_time: Option<f64>,
+    /// The KV router's prefill-load estimate (`router_config.router_prefill_load_model:
+    /// ais`): the measured-kernel timing model's fields (`model`, `system`, `backend`,
+    /// `backend_version`, `tp`, `pp`, quant modes), as Dynamo's `ais_perf_config`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ais_perf_config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Default for ClusterSpec {
@@ -228,6 +254,7 @@ impl Default for ClusterSpec {
             decode_tensor_parallel_size: None,
             prefill_startup_time: None,
             decode_startup_time: None,
+            ais_perf_config: None,
         }
     }
 }
@@ -296,7 +323,9 @@ fn interval() -> f64 {
 
 impl Default for Scenario {
     fn default() -> Self {
-        serde_json::from_str("{}").expect("defaults deserialize")
+        // Through the same deserializer as parsing (`serde_path_to_error` over a `Value`): a
+        // second one (`from_str`) would put another copy of every field's code in the wasm.
+        serde_path_to_error::deserialize(&serde_json::Value::Object(Default::default())).expect("defaults deserialize")
     }
 }
 
@@ -476,6 +505,7 @@ impl Scenario {
             kv_event_lag_ms: c.kv_event_lag_ms.unwrap_or(0.0),
             max_sim_time_ms: self.max_sim_time_ms,
             scaling: self.scaling_policy(disaggregated)?,
+            ais_perf_config: c.ais_perf_config.clone(),
         };
         cfg.validate()?;
         Ok(cfg)

@@ -24,7 +24,7 @@ use servesim_engine::hash::mix64;
 use servesim_engine::kv::offload::Tiers;
 use servesim_engine::kv::{KvEvent, KvEventData, KvTier};
 use servesim_engine::perf::duration_ms;
-use servesim_engine::{Engine, LaunchConfig, Outcome, PassOutput, RankSetup, WorkerType};
+use servesim_engine::{Engine, HandOff, LaunchConfig, Outcome, PassOutput, RankSetup, Scheduler, WorkerType};
 use std::time::Duration;
 
 mod offload;
@@ -165,6 +165,13 @@ impl Simulation {
         if role == Role::Decode {
             // A disaggregated decode pool's KV events do not reach its router: it places by load.
             router = router.without_kv_events();
+        }
+        if let Some(m) = cfg.kernels.router.clone() {
+            // The `ais` prefill-load model: one request's prefill of the uncached tokens.
+            router = router.with_prefill_estimate(std::sync::Arc::new(move |new, prefix| {
+                let ms = m.prefill_ms(1, new + prefix, prefix);
+                std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0).as_nanos().min(u64::MAX as u128) as u64
+            }));
         }
         let tiers = Tiers::for_pool(&launch.engine, workers);
         if let Some(all) = &mut self.offload {
@@ -484,10 +491,7 @@ impl Simulation {
                 let (input_tokens, output_tokens) = (self.workload.input_length(i as usize), self.workload.rows[i as usize].output_length);
                 self.emit(t, SimEvent::Arrived { request: i, input_tokens, output_tokens });
             }
-            if let Some(h) = &mut self.handoff
-                && h.on_arrival(i, t, &mut self.fleet, &self.workload)
-            {
-                self.apply_decisions();
+            if self.hand_off(|h, fleet, workload, out| h.on_arrival(i, t, fleet, workload, out)) == Some(true) {
                 continue;
             }
             self.admit(Fleet::ENTRY, i);
@@ -498,7 +502,7 @@ impl Simulation {
     /// busy or others wait before it.
     fn admit(&mut self, pool: usize, i: u32) {
         let p = &self.fleet.pools[pool];
-        if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens) {
+        if !p.queued.is_empty() || p.router.all_busy(p.max_num_batched_tokens, self.now_ms) {
             self.enqueue(pool, i);
         } else {
             self.route(pool, i, None);
@@ -528,10 +532,7 @@ impl Simulation {
         if !std::mem::take(&mut self.fleet.ranks[r].idle_pass) {
             return;
         }
-        if let Some(h) = &mut self.handoff {
-            h.idle_pass_reservations(r, t, &mut self.fleet, &self.workload);
-            self.apply_decisions();
-        }
+        self.hand_off(|h, fleet, workload, out| h.idle_pass_reservations(r, t, fleet, workload, out));
         let engine = &mut self.fleet.ranks[r].engine;
         if !engine.has_work() {
             engine.idle_pass();
@@ -558,14 +559,17 @@ impl Simulation {
             }
         }
         if self.checks && self.is_done() && !self.cut_off {
-            let lost: Vec<usize> =
-                self.collector.records.iter().enumerate().filter(|(_, r)| r.status == Status::Pending).map(|(i, _)| i).collect();
+            let lost: Vec<usize> = (self.collector.records.iter().enumerate())
+                .filter(|(i, r)| r.status == Status::Pending && !self.driver.skipped(*i as u32))
+                .map(|(i, _)| i)
+                .collect();
             assert!(lost.is_empty(), "requests never finished (trace lines {:?})", lost.iter().map(|i| i + 1).collect::<Vec<_>>());
         }
         if let Some(tiers) = &self.offload {
             let (g3, g2) = Self::offload_report(tiers);
             self.collector.offload = Some(crate::report::OffloadReport { g3, g2 });
         }
+        self.collector.trajectories = self.driver.trajectories(&self.workload);
         let block_size = self.fleet.pools[Fleet::ENTRY].block_size;
         let scaling = self.planner.map(|p| p.record);
         RunReport {
@@ -643,17 +647,24 @@ impl Simulation {
             let at = self.place_of(rank);
             self.emit(t, SimEvent::TransferEnd { request: i, at });
         }
-        let h = self.handoff.as_mut().expect("transfers happen only in disaggregated serving");
-        h.transfer_done(i, rank, t, &mut self.fleet, &self.workload);
-        self.apply_decisions();
+        let done = self.hand_off(|h, fleet, workload, out| h.transfer_done(i, rank, t, fleet, workload, out));
+        debug_assert!(done.is_some(), "transfers happen only in disaggregated serving");
+    }
+
+    /// Runs `call` on the hand-off (None without one) and carries out what it decided: the
+    /// only way the loop talks to the hand-off's deciding calls, so no decision is left behind.
+    fn hand_off<R>(&mut self, call: impl FnOnce(&mut Handoff, &mut Fleet, &Workload, &mut Vec<Decision>) -> R) -> Option<R> {
+        let h = self.handoff.as_mut()?;
+        let prefill_pool = h.prefill_pool();
+        let mut decided = Vec::new();
+        let result = call(h, &mut self.fleet, &self.workload, &mut decided);
+        self.apply_decisions(prefill_pool, decided);
+        Some(result)
     }
 
     /// Carries out what the hand-off decided, in order.
-    fn apply_decisions(&mut self) {
-        let Some(h) = &mut self.handoff else { return };
-        let prefill_pool = h.prefill_pool();
-        let decisions: Vec<Decision> = h.take_decisions().collect();
-        for d in decisions {
+    fn apply_decisions(&mut self, prefill_pool: usize, decided: Vec<Decision>) {
+        for d in decided {
             match d {
                 Decision::Prefill(i) => self.admit(prefill_pool, i),
                 Decision::Transfer { request, rank, at_ms } => {
@@ -768,10 +779,7 @@ impl Simulation {
             }
         }
         for r in self.fleet.workers[w].ranks.clone() {
-            if let Some(h) = &mut self.handoff {
-                h.at_boundary(r, t, &mut self.fleet, &self.workload);
-                self.apply_decisions();
-            }
+            self.hand_off(|h, fleet, workload, out| h.at_boundary(r, t, fleet, workload, out));
             let rank = &mut self.fleet.ranks[r];
             rank.idle_pass = rank.engine.idle_with_queue();
         }
@@ -828,16 +836,15 @@ impl Simulation {
                 let last = if f.outcome == Outcome::Completed { t } else { prev_end };
                 self.collector.steady_tokens(i, f.steady_tokens, last);
             }
-            self.fleet.pools[pool].router.free(f.id);
+            self.fleet.pools[pool].router.free(f.id, t);
             if role == Role::Aggregated && self.fleet.pools[pool].args().worker_type == WorkerType::Prefill {
                 // A prefill-type engine outside a disaggregated pool: nothing takes its KV.
                 self.fleet.release_source(r, f.id, t);
             }
             match (&f.outcome, role) {
                 (Outcome::Completed, Role::Prefill) => {
-                    let h = self.handoff.as_mut().expect("a prefill pool has a hand-off");
-                    h.on_prefill_done(i, t, &mut self.fleet, &self.workload);
-                    self.apply_decisions();
+                    let done = self.hand_off(|h, fleet, workload, out| h.on_prefill_done(i, t, fleet, workload, out));
+                    debug_assert!(done.is_some(), "a prefill pool has a hand-off");
                 }
                 (Outcome::Completed, _) => self.finish_request(i, Status::Completed, None),
                 (Outcome::Rejected(why), _) => self.finish_request(i, Status::Rejected, Some(why.clone())),
@@ -849,7 +856,7 @@ impl Simulation {
         self.fleet.ranks[r].pending = out;
         // Lifecycle edges may have freed a target: dispatch the router's queue.
         while !self.fleet.pools[pool].queued.is_empty()
-            && !self.fleet.pools[pool].router.all_busy(self.fleet.pools[pool].max_num_batched_tokens)
+            && !self.fleet.pools[pool].router.all_busy(self.fleet.pools[pool].max_num_batched_tokens, t)
         {
             let (i, overlaps) = self.fleet.pools[pool].queued.pop_front().expect("non-empty");
             self.route(pool, i, Some(&overlaps));
@@ -873,7 +880,7 @@ impl Simulation {
             let (gap, ttft) = self.collector.token(id as u32, t);
             if let Some(ttft) = ttft {
                 self.recorder.first_token(t, ttft);
-                self.fleet.pools[pool].router.prefill_done(id);
+                self.fleet.pools[pool].router.prefill_done(id, t);
                 if self.event_sink.is_some() {
                     let at = self.place_of(r);
                     self.emit(t, SimEvent::FirstToken { request: id as u32, at, ttft_ms: ttft });
@@ -977,7 +984,7 @@ impl Simulation {
         }
         self.finished += 1;
         let output_tokens = self.collector.records[i as usize].output_tokens;
-        self.driver.on_terminal(i, t, output_tokens, &mut self.workload);
+        self.driver.on_terminal(i, t, output_tokens, status == Status::Completed, &mut self.workload);
     }
 }
 

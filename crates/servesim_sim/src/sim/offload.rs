@@ -21,6 +21,7 @@
 
 use super::Simulation;
 use crate::queue::EventKind;
+use servesim_engine::Scheduler;
 use servesim_engine::kv::offload::{G2Domain, G3Stats, Tiers};
 use servesim_engine::perf::duration_ms;
 
@@ -53,12 +54,12 @@ impl Simulation {
             .iter()
             .filter(|w| !w.busy)
             .flat_map(|w| w.ranks.clone())
-            .filter_map(|r| f.ranks[r].engine.next_transfer_deadline())
+            .filter_map(|r| f.ranks[r].engine.transfers().and_then(|x| x.next_deadline()))
             .min_by(f64::total_cmp)
     }
 
     pub(super) fn transfers_pending(&self) -> bool {
-        self.fleet.ranks.iter().any(|r| r.engine.transfers_pending())
+        self.fleet.ranks.iter().any(|r| r.engine.transfers().is_some_and(|x| x.pending()))
     }
 
     /// Everything that happens at `t` (see the module's order).
@@ -107,9 +108,11 @@ impl Simulation {
                     continue;
                 }
                 for r in self.fleet.workers[w].ranks.clone() {
-                    if self.fleet.ranks[r].engine.next_transfer_deadline().is_some_and(|d| d <= t) {
+                    if let Some(x) = self.fleet.ranks[r].engine.transfers_mut()
+                        && x.next_deadline().is_some_and(|d| d <= t)
+                    {
                         let mut events = Vec::new();
-                        self.fleet.ranks[r].engine.settle_transfers(t, &mut events);
+                        x.settle(t, &mut events);
                         self.apply_tier_events(r, &events, t);
                         settled = true;
                     }
@@ -173,13 +176,15 @@ impl Simulation {
             if !rank.engine.has_work() {
                 continue;
             }
-            rank.engine.set_pass_time(t);
+            if let Some(x) = rank.engine.transfers_mut() {
+                x.set_pass_time(t);
+            }
             let out = rank.engine.step();
             let start = out.compute_start_ms.unwrap_or(t);
             // As the reference adds them: prefill, then decode, to the compute start.
             end = end.max(start + duration_ms(out.prefill_duration) + duration_ms(out.duration - out.prefill_duration));
             rank.pending.clone_from(out);
-            retry |= rank.engine.retry_at_once();
+            retry |= rank.engine.transfers().is_some_and(|x| x.retry_at_once());
             rank.stepped = true;
             self.passes += 1;
             if self.checks
@@ -219,11 +224,12 @@ impl Simulation {
         let mut idle_events = false;
         for r in self.fleet.workers[w].ranks.clone() {
             let rank = &mut self.fleet.ranks[r];
+            let Some(x) = rank.engine.transfers_mut() else { continue };
             if rank.stepped {
-                rank.engine.pass_boundary(t, &mut rank.pending.kv_events);
+                x.pass_boundary(t, &mut rank.pending.kv_events);
             } else {
                 let mut events = Vec::new();
-                rank.engine.pass_boundary(t, &mut events);
+                x.pass_boundary(t, &mut events);
                 idle_events |= !events.is_empty();
                 self.apply_tier_events(r, &events, t);
             }

@@ -15,7 +15,7 @@ use crate::cluster::fleet::{Role, WorkerState};
 use crate::planner::decide::Caps;
 use crate::planner::record::{Operation, Topology};
 use crate::planner::{PoolState, Targets};
-use servesim_engine::ForwardPassMetrics;
+use servesim_engine::{ForwardPassMetrics, Scheduler};
 
 impl Simulation {
     /// The planner sees the initial workers as active from t = 0.

@@ -11,8 +11,12 @@
 //! rejection) plus its think time (divided by the speed-up in open loop). Turns ready at the
 //! same instant arrive ordered by session (first appearance), then turn, which is the order
 //! the reference dispatches them in.
+//!
+//! A request graph (an agentic trace) is executed by its own rules instead
+//! ([`agentic::run`](super::agentic::run)), open loop only.
 
 use super::Workload;
+use super::agentic::run::{Run, Trajectories};
 use crate::SimError;
 use servesim_engine::Prompt;
 use servesim_engine::sequence::generated_token;
@@ -63,6 +67,8 @@ pub struct Driver {
     history: Vec<Vec<(u32, u32)>>,
     sessions: u32,
     dispatched: usize,
+    /// A request graph's execution, when the workload is one.
+    graph: Option<Run>,
 }
 
 impl Driver {
@@ -79,7 +85,18 @@ impl Driver {
             history: if workload.cumulative { vec![Vec::new(); sessions as usize] } else { Vec::new() },
             sessions,
             dispatched: 0,
+            graph: None,
         };
+        if let Some(g) = &workload.graph {
+            let Load::Open { speedup } = load else {
+                return Err(SimError::new("an agentic trace is replayed on its own times and dependencies, not with a concurrency"));
+            };
+            if !(speedup.is_finite() && speedup > 0.0) {
+                return Err(SimError::new("arrival_speedup_ratio must be a positive number"));
+            }
+            d.graph = Some(Run::new(g, speedup));
+            return Ok(d);
+        }
         match load {
             Load::Open { speedup } => {
                 if !(speedup.is_finite() && speedup > 0.0) {
@@ -129,6 +146,9 @@ impl Driver {
 
     /// When the next turn will be ready, if any is scheduled.
     pub fn next_time(&self) -> Option<f64> {
+        if let Some(run) = &self.graph {
+            return run.next_time();
+        }
         let first = self.firsts.get(self.next_first).map(|r| r.at_ms);
         let later = self.ready.peek().map(|r| r.0.at_ms);
         match (first, later) {
@@ -140,6 +160,11 @@ impl Driver {
     /// The next turn ready by `t`, as (row, arrival time); a turn of a cumulative workload
     /// gets its prompt (its session's history, then its own part) now.
     pub fn pop_ready(&mut self, t: f64, workload: &mut Workload) -> Option<(u32, f64)> {
+        if let (Some(run), Some(g)) = (&mut self.graph, &workload.graph) {
+            let next = run.pop_ready(t, g);
+            self.dispatched += next.is_some() as usize;
+            return next;
+        }
         let first = self.firsts.get(self.next_first).filter(|r| r.at_ms <= t);
         let later = self.ready.peek().map(|r| r.0).filter(|r| r.at_ms <= t);
         let next = match (first, later) {
@@ -168,8 +193,13 @@ impl Driver {
 
     /// Row `row`'s request ended at `t` (completed after `output_tokens` tokens, or refused
     /// with none): its session's next turn becomes ready after its think time, or, if it was
-    /// the last, a closed loop's next session starts.
-    pub fn on_terminal(&mut self, row: u32, t: f64, output_tokens: u32, workload: &mut Workload) {
+    /// the last, a closed loop's next session starts. In a request graph, a completion
+    /// releases the requests waiting for it, and anything else fails the request's play.
+    pub fn on_terminal(&mut self, row: u32, t: f64, output_tokens: u32, completed: bool, workload: &mut Workload) {
+        if let (Some(run), Some(g)) = (&mut self.graph, &workload.graph) {
+            run.on_terminal(row, t, completed, g);
+            return;
+        }
         let Some(s) = &workload.sessions else {
             self.start_next_session(workload, t);
             return;
@@ -201,6 +231,16 @@ impl Driver {
             self.active -= 1;
             self.start_sessions(workload, t);
         }
+    }
+
+    /// How a request graph's plays ended (none for other workloads).
+    pub fn trajectories(&self, workload: &Workload) -> Option<Trajectories> {
+        Some(self.graph.as_ref()?.trajectories(workload.graph.as_deref()?))
+    }
+
+    /// Whether row `row` will never arrive (a request of a failed agentic play).
+    pub fn skipped(&self, row: u32) -> bool {
+        self.graph.as_ref().is_some_and(|run| run.skipped(row))
     }
 
     /// Turns dispatched so far.

@@ -3,8 +3,11 @@
 //! - `applied_compute_agentic`: one row per agent session (turns of assistant responses and
 //!   tool outputs, tool-call latencies as think times); closed loop only;
 //! - `dynamo` (`dynamo.request.trace.v1`): `request_end` records of a served deployment, each
-//!   replayed as a request at its start time (records with `agent_context` are not supported).
+//!   replayed as a request at its start time; records with `agent_context` make a request
+//!   graph instead (`agentic::dynamo`);
+//! - `agentic_mooncake`: request graphs (`agentic::mooncake`).
 
+use super::agentic::{self, dynamo::Claude, dynamo::ExplicitDependency};
 use super::mooncake::{self, TraceOptions};
 use super::{Sessions, TraceFormat, Workload};
 use crate::SimError;
@@ -16,6 +19,7 @@ pub fn read_text(text: &str, opts: TraceOptions, source: &str) -> Result<Workloa
         TraceFormat::Mooncake | TraceFormat::MooncakeDelta => mooncake::parse_with(text, opts, source),
         TraceFormat::AppliedComputeAgentic => agentic(text.lines().map(|l| Ok(l.to_string())), opts, source),
         TraceFormat::Dynamo => dynamo(text.lines().map(|l| Ok(l.to_string())), opts, source),
+        TraceFormat::AgenticMooncake => agentic_mooncake(text.lines().map(|l| Ok(l.to_string())), opts, source),
     }
 }
 
@@ -25,7 +29,17 @@ pub fn read_reader(reader: impl std::io::BufRead, opts: TraceOptions, source: &s
         TraceFormat::Mooncake | TraceFormat::MooncakeDelta => mooncake::parse_reader_with(reader, opts, source),
         TraceFormat::AppliedComputeAgentic => agentic(reader.lines(), opts, source),
         TraceFormat::Dynamo => dynamo(reader.lines(), opts, source),
+        TraceFormat::AgenticMooncake => agentic_mooncake(reader.lines(), opts, source),
     }
+}
+
+fn agentic_mooncake(lines: impl Iterator<Item = std::io::Result<String>>, opts: TraceOptions, source: &str) -> Result<Workload, SimError> {
+    if opts.closed_loop {
+        return Err(SimError::new(format!(
+            "{source}: an agentic_mooncake trace is replayed on its own times and dependencies, not with a concurrency"
+        )));
+    }
+    agentic::mooncake::read(lines, source)
 }
 
 #[derive(Deserialize)]
@@ -112,12 +126,37 @@ struct DynamoRecord {
     #[serde(default)]
     request: Option<DynamoRequest>,
     #[serde(default)]
-    agent_context: Option<serde::de::IgnoredAny>,
+    agent_context: Option<AgentContext>,
+    #[serde(default)]
+    tool: Option<DynamoTool>,
+}
+
+#[derive(Deserialize)]
+struct AgentContext {
+    session_id: String,
+    #[serde(default)]
+    parent_session_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct DynamoTool {
+    tool_call_id: String,
+    tool_class: String,
+    #[serde(default)]
+    claude: Option<Claude>,
+    #[serde(default)]
+    started_at_unix_ms: Option<u64>,
+    #[serde(default)]
+    ended_at_unix_ms: Option<u64>,
+    #[serde(default)]
+    duration_ms: Option<f64>,
 }
 
 #[derive(Deserialize)]
 struct DynamoRequest {
     request_id: String,
+    #[serde(default)]
+    model: Option<String>,
     output_tokens: Option<u32>,
     #[serde(default)]
     request_received_ms: Option<u64>,
@@ -131,6 +170,9 @@ struct DynamoReplay {
     trace_block_size: u32,
     input_length: u32,
     input_sequence_hashes: Vec<u64>,
+    /// An exporter's edges to earlier requests (agentic traces).
+    #[serde(default)]
+    dependencies: Vec<ExplicitDependency>,
 }
 
 const DYNAMO_SCHEMA: &str = "dynamo.request.trace.v1";
@@ -138,15 +180,9 @@ const DYNAMO_SCHEMA: &str = "dynamo.request.trace.v1";
 /// `dynamo`: every `request_end` record becomes a request at its start time (request received,
 /// else end − total time), sorted by start, end and id; times count from the earliest start.
 fn dynamo(lines: impl Iterator<Item = std::io::Result<String>>, opts: TraceOptions, source: &str) -> Result<Workload, SimError> {
-    struct Rec {
-        start: i64,
-        end: i64,
-        id: String,
-        input: u32,
-        output: u32,
-        hashes: Vec<u64>,
-    }
-    let mut recs = Vec::new();
+    let mut recs: Vec<agentic::dynamo::Entry> = Vec::new();
+    let mut tools: Vec<agentic::dynamo::Tool> = Vec::new();
+    let mut contextual = 0;
     let mut block_size: Option<u32> = None;
     for (k, line) in lines.enumerate() {
         let n = k + 1;
@@ -167,8 +203,8 @@ fn dynamo(lines: impl Iterator<Item = std::io::Result<String>>, opts: TraceOptio
         }
         let rec: DynamoRecord = serde_json::from_value(value).map_err(|e| at(e.to_string()))?;
         match rec.event_type.as_deref() {
-            Some("request_payload") | Some("tool_start") | Some("tool_end") | Some("tool_error") => continue,
-            Some("request_end") => {}
+            Some("request_payload") | Some("tool_start") => continue,
+            Some("request_end") | Some("tool_end") | Some("tool_error") => {}
             other => {
                 return Err(at(format!("event_type {other:?}: a request trace holds request_end records (and tool or payload events)")));
             }
@@ -176,15 +212,19 @@ fn dynamo(lines: impl Iterator<Item = std::io::Result<String>>, opts: TraceOptio
         if rec.schema.as_deref() != Some(DYNAMO_SCHEMA) {
             return Err(at(format!("unsupported Dynamo request trace schema {:?}, expected {DYNAMO_SCHEMA:?}", rec.schema)));
         }
-        if rec.agent_context.is_some() {
-            return Err(at("records with agent_context (agentic traces) are not supported".into()));
+        if rec.event_type.as_deref() != Some("request_end") {
+            // A tool event of an agent session: its sub-agent link, if it names one.
+            if let (Some(ctx), Some(t)) = (rec.agent_context, rec.tool) {
+                tools.push(tool(ctx, t, rec.event_time_unix_ms).map_err(at)?);
+            }
+            continue;
         }
         let req = rec.request.ok_or_else(|| at("missing request".into()))?;
-        if req.request_id.is_empty() {
+        if req.request_id.trim().is_empty() {
             return Err(at("request.request_id must not be empty".into()));
         }
         let output = req.output_tokens.ok_or_else(|| at("missing output_tokens".into()))?;
-        let r = &req.replay;
+        let r = req.replay;
         if r.trace_block_size == 0 {
             return Err(at("request.replay.trace_block_size must be positive".into()));
         }
@@ -194,18 +234,39 @@ fn dynamo(lines: impl Iterator<Item = std::io::Result<String>>, opts: TraceOptio
             Some(_) => {}
         }
         let event = rec.event_time_unix_ms.map(|t| t as i64);
-        let total = req.total_time_ms.map(|t| t.round() as i64);
-        let start = match (req.request_received_ms, event, total) {
-            (Some(s), _, _) => s as i64,
-            (None, Some(e), Some(t)) => e - t,
-            _ => return Err(at("a record needs request_received_ms, or event_time_unix_ms and total_time_ms".into())),
+        let total = match req.total_time_ms {
+            Some(t) if !(t.is_finite() && t >= 0.0) => return Err(at("request duration must be finite and nonnegative".into())),
+            t => t.map(|t| t.round() as i64),
+        };
+        let start = match (req.request_received_ms, event) {
+            (Some(s), _) => s as i64,
+            (None, Some(e)) => e - total.unwrap_or(0),
+            _ => return Err(at("a record needs request_received_ms or event_time_unix_ms".into())),
         };
         let end = match (req.request_received_ms, total, event) {
             (Some(s), Some(t), _) => s as i64 + t,
             (_, _, Some(e)) => e,
             _ => start,
         };
-        recs.push(Rec { start, end, id: req.request_id, input: r.input_length, output, hashes: r.input_sequence_hashes.clone() });
+        let (session_id, parent_session_id) = match rec.agent_context {
+            Some(c) => {
+                contextual += 1;
+                (c.session_id, c.parent_session_id)
+            }
+            None => (String::new(), None),
+        };
+        recs.push(agentic::dynamo::Entry {
+            start_ms: start,
+            end_ms: end,
+            request_id: req.request_id,
+            session_id,
+            parent_session_id,
+            model: req.model,
+            input_length: r.input_length,
+            output_length: output,
+            hashes: r.input_sequence_hashes,
+            dependencies: r.dependencies,
+        });
     }
     let embedded = block_size.ok_or_else(|| SimError::new(format!("{source}: the trace has no requests")))?;
     if opts.block_tokens != embedded {
@@ -214,20 +275,58 @@ fn dynamo(lines: impl Iterator<Item = std::io::Result<String>>, opts: TraceOptio
             opts.block_tokens
         )));
     }
-    recs.sort_by(|a, b| (a.start, a.end, &a.id).cmp(&(b.start, b.end, &b.id)));
+    if contextual != 0 && contextual != recs.len() {
+        return Err(SimError::new(format!("{source}: a Dynamo request trace cannot mix requests with and without agent_context")));
+    }
+    recs.sort_by(|a, b| (a.start_ms, a.end_ms, &a.request_id).cmp(&(b.start_ms, b.end_ms, &b.request_id)));
     let mut ids = std::collections::BTreeSet::new();
-    let t0 = recs.first().map_or(0, |r| r.start);
+    for r in &recs {
+        if !ids.insert(r.request_id.as_str()) {
+            return Err(SimError::new(format!("{source}: request_id {} appears twice", r.request_id)));
+        }
+    }
+    if contextual != 0 {
+        if opts.closed_loop {
+            return Err(SimError::new(format!(
+                "{source}: an agentic Dynamo trace is replayed on its own times and dependencies, not with a concurrency"
+            )));
+        }
+        return agentic::dynamo::lower(recs, tools, embedded, source);
+    }
+    let t0 = recs.first().map_or(0, |r| r.start_ms);
     let mut w = Workload::new(embedded);
     for r in &recs {
-        if !ids.insert(r.id.as_str()) {
-            return Err(SimError::new(format!("{source}: request_id {} appears twice", r.id)));
+        if r.input_length as u64 > r.hashes.len() as u64 * embedded as u64 {
+            return Err(SimError::new(format!(
+                "{source}: request {}: input_length {} exceeds its hashes' capacity",
+                r.request_id, r.input_length
+            )));
         }
-        if r.input as u64 > r.hashes.len() as u64 * embedded as u64 {
-            return Err(SimError::new(format!("{source}: request {}: input_length {} exceeds its hashes' capacity", r.id, r.input)));
-        }
-        w.push((r.start - t0) as f64, r.input, r.output, &r.hashes);
+        w.push((r.start_ms - t0) as f64, r.input_length, r.output_length, &r.hashes);
     }
     Ok(w)
+}
+
+/// A tool event's sub-agent link, checked as the reference checks it.
+fn tool(ctx: AgentContext, t: DynamoTool, event_ms: Option<u64>) -> Result<agentic::dynamo::Tool, String> {
+    if ctx.session_id.trim().is_empty() {
+        return Err("tool session_id must be nonempty".into());
+    }
+    if t.tool_call_id.trim().is_empty() {
+        return Err("tool_call_id must be nonempty".into());
+    }
+    if t.tool_class.trim().is_empty() {
+        return Err("tool_class must be nonempty".into());
+    }
+    if t.duration_ms.is_some_and(|d| !(d.is_finite() && d >= 0.0)) {
+        return Err("tool duration must be finite and nonnegative".into());
+    }
+    let end = t.ended_at_unix_ms.or(event_ms).unwrap_or(0) as i64;
+    let start = t.started_at_unix_ms.map(|s| s as i64).or(t.duration_ms.map(|d| end - d.round() as i64)).unwrap_or(end);
+    if end < start {
+        return Err("tool end time precedes start time".into());
+    }
+    Ok(agentic::dynamo::Tool { session_id: ctx.session_id, tool_call_id: t.tool_call_id, tool_class: t.tool_class, claude: t.claude })
 }
 
 #[cfg(test)]
@@ -275,10 +374,36 @@ mod tests {
         assert!(e.0.contains("trace_block_size 16 does not match the trace's own block size 4"), "{e}");
     }
 
+    /// The shipped agentic Dynamo fixture: the tool event names the child session's spawner
+    /// (`parent-source`, on dispatch) and consumer (`parent-consumer`, joining the child's last
+    /// request); each session is a chain; the gaps are the recorded ones.
+    #[test]
+    fn agentic_dynamo_records_become_a_graph() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/dynosim-unified-cli/components/src/dynamo/replay/tests/e2e/configs/unified_cli/fixtures/traces/dynamo-agentic.jsonl"
+        ))
+        .unwrap();
+        let w = read(&text, TraceFormat::Dynamo, TraceOptions::open(4)).unwrap();
+        let g = w.graph.as_deref().unwrap();
+        assert_eq!(g.request_ids, ["child-first", "child-last", "parent-consumer", "parent-source"]);
+        assert_eq!(g.num_dependencies, [1, 1, 2, 0]);
+        assert_eq!(g.plays[0].name, "dynamo-play:parent-source");
+        let e = |target, delay_ms| agentic::Edge { target, delay_ms };
+        assert_eq!(g.on_dispatch[3], [e(0, 20.0)]);
+        assert_eq!(g.on_completion[3], [e(2, 90.0)]);
+        assert_eq!(g.on_completion[0], [e(1, 20.0)]);
+        assert_eq!(g.on_completion[1], [e(2, 40.0)]);
+        let mixed = text.replacen(r#","agent_context":{"session_id":"parent"}"#, "", 1);
+        let err = read(&mixed, TraceFormat::Dynamo, TraceOptions::open(4)).unwrap_err();
+        assert!(err.0.contains("cannot mix requests with and without agent_context"), "{err}");
+    }
+
     #[test]
     fn format_names() {
         assert_eq!(TraceFormat::parse("mooncake_delta"), Ok(TraceFormat::MooncakeDelta));
-        assert!(TraceFormat::parse("weka").unwrap_err().contains("agentic"));
+        assert!(TraceFormat::parse("weka").unwrap_err().contains("not read by servesim yet"));
+        assert_eq!(TraceFormat::parse("agentic-mooncake"), Ok(TraceFormat::AgenticMooncake));
         assert!(TraceFormat::parse("Mooncake").unwrap_err().contains("unknown"));
     }
 }

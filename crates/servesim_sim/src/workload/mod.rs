@@ -4,6 +4,7 @@
 //! rows are turns of multi-turn sessions, their [`Sessions`]. The [`driver`] decides when each
 //! row arrives (open or closed loop).
 
+pub mod agentic;
 pub mod driver;
 pub mod formats;
 pub mod mooncake;
@@ -26,6 +27,9 @@ pub enum TraceFormat {
     AppliedComputeAgentic,
     #[serde(rename = "dynamo")]
     Dynamo,
+    /// Request graphs (`workload::agentic`).
+    #[serde(rename = "agentic_mooncake", alias = "agentic-mooncake")]
+    AgenticMooncake,
 }
 
 impl TraceFormat {
@@ -35,10 +39,11 @@ impl TraceFormat {
             "mooncake-delta" | "mooncake_delta" => Ok(TraceFormat::MooncakeDelta),
             "applied_compute_agentic" => Ok(TraceFormat::AppliedComputeAgentic),
             "dynamo" => Ok(TraceFormat::Dynamo),
-            "agentic_mooncake" | "agentic-mooncake" | "weka" => {
-                Err(format!("`{name}` traces need an agentic execution model, which servesim does not simulate"))
+            "agentic_mooncake" | "agentic-mooncake" => Ok(TraceFormat::AgenticMooncake),
+            "weka" => Err("`weka` (Weka/AgentX agent traces) is not read by servesim yet; convert it to agentic_mooncake".into()),
+            other => {
+                Err(format!("unknown `{other}`, expected mooncake, mooncake-delta, applied_compute_agentic, dynamo or agentic_mooncake"))
             }
-            other => Err(format!("unknown `{other}`, expected mooncake, mooncake-delta, applied_compute_agentic or dynamo")),
         }
     }
 
@@ -126,6 +131,9 @@ pub struct Workload {
     /// Rows' images (multimodal requests), by row; empty for a text-only workload, which then
     /// builds its requests exactly as before.
     images: FxHashMap<u32, Vec<Image>>,
+    /// Rows that are requests of an agentic graph (each waits for the requests its edges
+    /// name); absent otherwise.
+    pub graph: Option<Box<agentic::Graph>>,
 }
 
 impl Workload {

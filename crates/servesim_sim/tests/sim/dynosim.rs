@@ -110,6 +110,26 @@ fn dynosim_variants_match_the_reference() {
     assert!(n >= 1, "no cases in {}", dir.display());
 }
 
+/// Agentic traces (request graphs: agentic_mooncake v2 and Dynamo traces with agent_context),
+/// written with the reference's figures by tests/variants/agentic/make_cases.py: every request
+/// of every case must match, and the summary's trajectory figures.
+#[test]
+fn agentic_variants_match_the_reference_request_by_request() {
+    let dir = repo("tests/variants/agentic");
+    let (mut cases, mut requests) = (0, 0);
+    let mut paths: Vec<_> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    paths.sort();
+    for path in paths {
+        check(&path);
+        let case: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        requests += case["per_request"].as_array().unwrap().len();
+        cases += 1;
+    }
+    println!("agentic variants: {cases} cases, {requests} requests, all equal to the reference");
+    assert!(cases >= 20, "{cases} cases in {}", dir.display());
+}
+
 /// A scripted scaling run: the pool follows the script (a worker starting, becoming ready
 /// after `startup_time`, a drain that waits for the worker's requests), the lifecycle log says
 /// so, and worker-seconds count every provisioned worker.

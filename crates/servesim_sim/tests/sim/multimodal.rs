@@ -99,3 +99,26 @@ fn a_vision_roofline_runs_an_image_workload() {
     assert_eq!(f(&m, "num_images"), 120.0);
     assert!(f(&m, "mean_encoder_time_ms") > 1.0, "{m:?}");
 }
+
+/// One rule, one answer: a prompt whose images cannot run in one pass (chunked prefill off,
+/// 3 × 576 image tokens over an encoder budget of 1024) is rejected whether or not the rank
+/// offloads KV to the host: native offload enters the same admission loop through its
+/// connector (it used to run a loop of its own that never applied the image rule, and
+/// ended all five as stuck).
+#[test]
+fn an_image_rejection_is_the_same_with_native_offload() {
+    let base = r#""block_size": 64, "enable_chunked_prefill": false, "max_num_encoder_input_tokens": 1024"#;
+    let offload = format!(r#"{base}, "kv_cache_bytes_per_token": 131072, "native_host_offload": {{"num_host_blocks": 64}}"#);
+    for engine in [base.to_string(), offload] {
+        let json = format!(
+            r#"{{"engine": {{{engine}}},
+                "workload": {{"num_requests": 5, "rate_rps": 4, "seed": 3, "input_tokens": {{"mean": 256}},
+                              "output_tokens": {{"mean": 8}},
+                              "images": {{"per_request": 3, "tokens_per_image": 576, "distinct": 0}}}}}}"#
+        );
+        let s = Scenario::from_json_str(&json).unwrap();
+        let report = build(&Input::Scenario(s), &mut MemFiles::new(), &BuildOptions::default()).unwrap().with_checks(true).run();
+        let m = report.summary();
+        assert_eq!((f(&m, "rejected_requests"), f(&m, "unschedulable_requests")), (5.0, 0.0), "{engine}: {m:?}");
+    }
+}

@@ -15,7 +15,7 @@ fn root() -> PathBuf {
 const PREFIX: &str = "components/src/dynamo/replay/tests/e2e/configs/unified_cli";
 
 fn files_for(path: &Path) -> PathFiles {
-    PathFiles { bases: vec![path.parent().unwrap().to_path_buf(), root()] }
+    PathFiles { bases: vec![path.parent().unwrap().to_path_buf(), root()], kernels: servesim_sim::default_kernel_dir() }
 }
 
 fn shipped(kind: &str) -> Vec<PathBuf> {
@@ -36,24 +36,25 @@ fn predict_file(path: &Path, sets: &[&str]) -> Result<(predict::Mapped, servesim
 }
 
 /// Files servesim refuses, and the field each refusal names (docs/predict.md lists them).
-const REFUSED: &[(&str, &str)] = &[
-    ("07-synthetic-ais-router.yaml", "router.prefill_load_model.type: not simulated by servesim"),
-    ("08-synthetic-throughput-planner.yaml", "planner.target: not simulated by servesim"),
-    ("11-trace-agentic-mooncake.yaml", "traffic.source.format: not simulated by servesim"),
-    ("13-trace-dynamo-agentic.yaml", "traffic.source.paths: not simulated by servesim"),
-];
+const REFUSED: &[(&str, &str)] = &[("08-synthetic-throughput-planner.yaml", "planner.target: not simulated by servesim")];
 
 /// With its load planner in the loop, the reference starts the second session's first
 /// prefill 1 ms later than servesim (without the planner the two agree request by request;
 /// docs/predict.md): a planner difference of the harness, compared on its counts only.
 const KNOWN_DIFFERENT: &[&str] = &["06-synthetic-disagg-router-planner.yaml"];
 
+/// Files that run but whose reference figures are not stored yet (the AIS oracle they need
+/// was still being installed): they must run and complete.
+const PENDING_REFERENCE: &[&str] = &["07-synthetic-ais-router.yaml"];
+
 /// The completed requests the reference's own e2e test expects of the trace files.
 const EXPECTED_COMPLETED: &[(&str, u64)] = &[
     ("05-trace-standard-round-robin.yaml", 2),
     ("09-trace-mooncake-speedup.yaml", 2),
     ("10-trace-mooncake-delta-concurrency.yaml", 2),
+    ("11-trace-agentic-mooncake.yaml", 3),
     ("12-trace-applied-compute-agentic.yaml", 3),
+    ("13-trace-dynamo-agentic.yaml", 4),
 ];
 
 #[test]
@@ -76,6 +77,11 @@ fn every_shipped_predict_file_runs_as_the_reference_does_or_is_refused_by_field(
             assert_eq!(s["completed_requests"], json!(n), "{name}");
         }
         let theirs = &figures["files"][&name];
+        if PENDING_REFERENCE.contains(&name.as_str()) && !theirs.is_object() {
+            assert_eq!(s["completed_requests"], s["num_requests"], "{name}");
+            ran += 1;
+            continue;
+        }
         assert!(theirs.is_object(), "{name}: no reference figures (run reference.py --write)");
         let known = KNOWN_DIFFERENT.contains(&name.as_str());
         for (k, v) in theirs["summary"].as_object().unwrap() {
@@ -114,7 +120,58 @@ fn every_shipped_predict_file_runs_as_the_reference_does_or_is_refused_by_field(
         ran += 1;
     }
     println!("predict files: {ran} run, {refused} refused");
-    assert_eq!((ran, refused), (9, 4));
+    assert_eq!((ran, refused), (12, 1));
+}
+
+/// servesim's variants of the shipped files (`tests/dynosim-unified-cli/variants/`), where the
+/// measured prefill-load model decides routes: each request as the reference's, once its
+/// figures are stored (`reference.py --write` with the AIS oracle).
+#[test]
+fn the_variants_run_as_the_reference_does() {
+    let figures: Value = serde_json::from_str(&std::fs::read_to_string(root().join("reference-figures.json")).unwrap()).unwrap();
+    let dir = root().join("variants");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    let mut checked = 0;
+    for path in paths {
+        let name = format!("variants/{}", path.file_name().unwrap().to_string_lossy());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut files = PathFiles { bases: vec![root()], kernels: servesim_sim::default_kernel_dir() };
+        let m = predict::predict(&text, &name, &[], &mut files).unwrap_or_else(|e| panic!("{e}"));
+        let report =
+            build(&Input::Scenario(m.scenario), &mut files, &BuildOptions { timeseries: false, ..Default::default() }).unwrap().run();
+        let s = report.summary();
+        assert_eq!(s["completed_requests"], s["num_requests"], "{name}");
+        let theirs = &figures["files"][&name];
+        if !theirs.is_object() {
+            continue;
+        }
+        let mut ours: Vec<(i64, i64)> = report
+            .collector
+            .records
+            .iter()
+            .filter_map(|r| Some(((r.first_token_ms? * 1e4).round() as i64, (r.end_ms? * 1e4).round() as i64)))
+            .collect();
+        // Times from the first arrival, as the shipped files' comparison.
+        let first = report.collector.records.iter().map(|r| r.arrival_ms).fold(f64::INFINITY, f64::min);
+        let shift = (first * 1e4).round() as i64;
+        ours.iter_mut().for_each(|r| *r = (r.0 - shift, r.1 - shift));
+        let mut ref_rows: Vec<(i64, i64)> = theirs["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| !r[1].is_null())
+            .map(|r| ((r[1].as_f64().unwrap() * 1e4).round() as i64, (r[2].as_f64().unwrap() * 1e4).round() as i64))
+            .collect();
+        ours.sort();
+        ref_rows.sort();
+        assert_eq!(ours.len(), ref_rows.len(), "{name}");
+        for (a, b) in ours.iter().zip(&ref_rows) {
+            assert!((a.0 - b.0).abs() <= 100 && (a.1 - b.1).abs() <= 100, "{name}: {a:?} vs the reference's {b:?} (1e-4 ms)");
+        }
+        checked += 1;
+    }
+    println!("variants checked against the reference: {checked}");
 }
 
 /// Runs a recommend file's search to its end on one thread, as the CLI does.
@@ -187,12 +244,12 @@ fn recommend_runs_the_shipped_files() {
     let statuses: Vec<&str> = ledger["candidates"].as_array().unwrap().iter().map(|c| c["status"].as_str().unwrap()).collect();
     assert!(statuses.contains(&"ok") && statuses.contains(&"infeasible"), "{ledger}");
     assert!(ledger.to_string().contains("planner.target: not simulated by servesim"), "{ledger}");
-    // 05 and 06 route with the AIS prefill-load model: every candidate refused, by name.
-    for f in &files[4..] {
-        let s = recommend(f, &[]);
-        assert!(s.ranking().is_empty());
-        assert!(s.ledger().to_string().contains("router.prefill_load_model.type"));
-    }
+    // 05 and 06 route with the AIS prefill-load model: their candidates run (06's goodput
+    // target gives its planner the `sla` target, which servesim refuses).
+    let s = recommend(&files[4], &[]);
+    assert!(!s.ranking().is_empty(), "{}", s.ledger());
+    let s = recommend(&files[5], &[]);
+    assert!(!s.ledger().to_string().contains("router.prefill_load_model"), "{}", s.ledger());
 }
 
 /// A small capacity question: the fewest GPUs meeting a p99 TTFT bound, the space small
@@ -283,8 +340,7 @@ fn errors_name_the_file_the_line_and_the_field() {
 }
 
 /// A predict file's default timing is the measured-kernel (AIS) model, with the precision
-/// its `timing` sets. Until that timing model is in this build, the mapping is checked as
-/// JSON; the run needs it.
+/// its `timing` sets in AIConfigurator's names (no `type`).
 #[test]
 fn default_timing_maps_to_the_measured_kernels() {
     let path = root().join(PREFIX).join("predict/dynamo/01-synthetic-no-adapters.yaml");
@@ -300,10 +356,61 @@ fn default_timing_maps_to_the_measured_kernels() {
     );
     assert_eq!((t["gemm_quant_mode"].clone(), t["kvcache_quant_mode"].clone()), (json!("fp8_block"), json!("fp8")));
     assert_eq!(t["model"]["num_hidden_layers"], json!(22), "a model directory gives its config.json's fields");
+    let err = |timing: &str| {
+        let t = text.replace("timing: {gemm_quant_mode: fp8_block, kvcache_quant_mode: fp8}", timing);
+        let doc = predict::parse(&t, "f.yaml").unwrap();
+        predict::mapping::scenario_json(&doc, "f.yaml", &mut files_for(&path)).err().map(|e| e.0).unwrap_or_default()
+    };
+    assert!(
+        err("timing: {gemm_quant_mode: fp9}")
+            .starts_with("f.yaml:19: engine.workers.aggregated.timing.gemm_quant_mode: unknown mode `fp9`"),
+        "{}",
+        err("timing: {gemm_quant_mode: fp9}")
+    );
+    assert!(err("timing: {type: fixed, prefill_ms: 1, decode_ms: 1, kvcache_quant_mode: fp8}").contains("fixed` timing has none"));
+    // The reference's reading: `auto` is the model's own precision, `int4` is `int4_wo`.
+    let doc = predict::parse(&text.replace("fp8_block, kvcache_quant_mode: fp8", "int4, kvcache_quant_mode: auto"), "f.yaml").unwrap();
+    let s = predict::mapping::scenario_json(&doc, "f.yaml", &mut files_for(&path)).unwrap().scenario_json;
+    assert_eq!(s["engine"]["timing_model"]["gemm_quant_mode"], json!("int4_wo"));
+    assert!(s["engine"]["timing_model"].get("kvcache_quant_mode").is_none());
 }
 
+/// `timing: {type: roofline}` (servesim's): the roofline on the model the file names and its
+/// hardware, TP from the parallelism, and the KV pool the roofline itself derives — the
+/// scenario the page's search starts from (Llama 3.1 70B on H100s at TP 4: 7,004 blocks).
 #[test]
-#[ignore = "needs the AIS timing model"]
+fn roofline_timing_maps_to_the_scenario_roofline() {
+    let file = |timing: &str| {
+        format!(
+            "traffic: {{source: {{type: synthetic, input_tokens: 2000, output_tokens: 300}}, load: {{type: poisson, requests_per_second: 10}}, stop: {{requests: 50}}}}\n\
+             engine: {{model: meta-llama/Llama-3.1-70B-Instruct, hardware: h100_sxm, workers: {{aggregated: {{parallelism: {{replicas: 3, tensor: 4}}, timing: {timing}}}}}}}\n"
+        )
+    };
+    let mut no_files = PathFiles { bases: vec![root()], kernels: servesim_sim::default_kernel_dir() };
+    let m = predict::predict(&file("{type: roofline}"), "f.yaml", &[], &mut no_files).unwrap();
+    let t = &m.scenario_json["engine"]["timing_model"];
+    assert_eq!(t, &json!({"type": "roofline", "model": "llama-3.1-70b", "gpu": "h100", "tp": 4}));
+    assert_eq!(m.gpus, 12);
+    // The page's roofline scenario, its pool left to the roofline: the same blocks and run.
+    let page = json!({"version": 1, "engine": {"timing_model": {"type": "roofline", "model": "llama-3.1-70b", "gpu": "h100", "tp": 4}}});
+    let page = servesim_sim::Scenario::from_json_str(&page.to_string()).unwrap();
+    let derived = page.config().unwrap().launch.engine.num_gpu_blocks();
+    assert_eq!(m.scenario_json["engine"]["num_gpu_blocks"], json!(derived));
+    let r = build(&Input::Scenario(m.scenario.clone()), &mut no_files, &BuildOptions::default()).unwrap().run();
+    assert_eq!(r.summary()["completed_requests"], json!(50));
+    assert_eq!(r.summary()["total_gpus"], json!(12));
+    // Its efficiencies by name; a roofline figure under another timing is an error naming it.
+    let m = predict::predict(&file("{type: roofline, overhead_ms: 3}"), "f.yaml", &[], &mut no_files).unwrap();
+    assert_eq!(m.scenario_json["engine"]["timing_model"]["overhead_ms"], json!(3.0));
+    let e = predict::predict(&file("{type: polynomial, overhead_ms: 3}"), "f.yaml", &[], &mut no_files).unwrap_err();
+    assert!(e.0.contains("overhead_ms: is a roofline figure"), "{}", e.0);
+    let e = predict::predict(&file("{type: roofline}").replace("h100_sxm", "tpu_v5"), "f.yaml", &[], &mut no_files).unwrap_err();
+    assert!(e.0.contains("roofline: servesim has no figures for hardware `tpu_v5`"), "{}", e.0);
+}
+
+/// Measured timing with `capacity.type: default` sizes the pool with AIConfigurator's memory
+/// model, and the prediction shows the arithmetic.
+#[test]
 fn default_timing_runs_with_the_measured_kernels() {
     let path = root().join(PREFIX).join("predict/dynamo/01-synthetic-no-adapters.yaml");
     let text = std::fs::read_to_string(&path)
@@ -317,6 +424,14 @@ fn default_timing_runs_with_the_measured_kernels() {
     let r = build(&Input::Scenario(m.scenario), &mut files_for(&path), &BuildOptions::default()).unwrap().run();
     assert_eq!(r.summary()["completed_requests"], json!(6));
     assert!(r.summary()["mean_ttft_ms"].as_f64().unwrap() > 1.0);
+    // Llama 3.1 8B on an H200 (vLLM, 0.9 of its memory): tens of thousands of 64-token blocks.
+    let text = text.replace("capacity: {type: fixed, blocks: 256}", "capacity: {type: default}");
+    let m = predict::predict(&text, "f.yaml", &[], &mut files_for(&path)).unwrap();
+    let pool = &m.derived["aggregated.kv_pool"];
+    let blocks = m.derived["aggregated.num_gpu_blocks"].as_u64().unwrap();
+    assert_eq!(blocks, pool["kv_tokens"].as_u64().unwrap() / 64);
+    assert!((10_000..40_000).contains(&blocks), "{blocks}");
+    assert_eq!(pool["fraction"], json!(0.9));
 }
 
 /// A scenario written as a DynoSim file and read back is the same scenario.
@@ -332,9 +447,15 @@ fn scenarios_round_trip_through_dynosim_yaml() {
         let text = predict::yaml::emit(&back);
         let again = predict::predict(&text, "back.yaml", &[], &mut files_for(&path)).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
         let (mut a, mut b) = (m.scenario.clone(), again.scenario.clone());
-        // The model's context length is the file's, not the name's.
+        // The model's context length is the file's, not the name's; so is the model the
+        // router's estimate times.
         a.engine.max_model_len = None;
         b.engine.max_model_len = None;
+        for s in [&mut a, &mut b] {
+            if let Some(c) = &mut s.cluster.ais_perf_config {
+                c.remove("model");
+            }
+        }
         assert_eq!(a, b, "{name}\n{text}");
     }
     let e =

@@ -9,7 +9,7 @@
 
 use proptest::prelude::*;
 use servesim_engine::kv::KvEventData;
-use servesim_engine::{Engine, EngineArgs, Prompt, RankSetup, Request};
+use servesim_engine::{Engine, EngineArgs, Prompt, RankSetup, Request, Scheduler};
 use servesim_sim::cluster::Indexer;
 use std::collections::BTreeSet;
 

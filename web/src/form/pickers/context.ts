@@ -2,7 +2,7 @@
 // source, the timing model) gets from the form. Pickers edit the form's scenario object in
 // place and publish through `changed` / `change`, exactly as the table-driven fields do.
 
-import type { EffectiveConfig, PoolConfig, Presets } from '../../engine/protocol';
+import type { EffectiveConfig, KernelCatalog, PoolConfig, Presets } from '../../engine/protocol';
 import type { JsonObject } from '../../scenario/json';
 
 /** What the form asks of the engine. */
@@ -30,6 +30,8 @@ export interface PickerContext {
   readonly state: JsonObject;
   readonly defaults: JsonObject;
   readonly presets: Presets;
+  /** The measured-kernel data the site has (null: none; the roofline remains). */
+  readonly kernels: KernelCatalog | null;
   readonly engine: FormEngine;
   readonly uploads: Uploads;
   /** A labelled row: label, control, unit, then hint, error and "no effect" lines. */

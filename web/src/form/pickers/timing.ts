@@ -1,16 +1,21 @@
-// The timing model picker: the roofline (the model on the GPU), Dynamo's polynomial fit, a
-// fixed time per pass, or a measured profile (an NPZ upload). Leaving the roofline keeps the
-// model's KV size and GPUs; the arguments of each model are fields of the timing section.
+// The timing model picker: measured kernels (AIConfigurator's data for the model on the
+// GPU), the roofline (an estimate from the GPU's datasheet), Dynamo's polynomial fit, a fixed
+// time per pass, or a measured profile (an NPZ upload). Leaving a timing model that reads
+// the model keeps the model's KV size and GPUs; the arguments of each model are fields of
+// the timing section.
 
-import { clone, getPath, type JsonObject, setPath } from '../../scenario/json';
+import { getPath, type JsonObject, setPath } from '../../scenario/json';
 import { elAttrs as el } from '../../ui/dom';
+import { DEFAULT_GPU } from '../presets';
 import type { PickerContext } from './context';
 import type { ModelChoice } from './model-choice';
 
 export function timingPicker(body: HTMLElement, ctx: PickerContext, m: ModelChoice): void {
   const select = el('select', { id: 'f-timing' });
+  const measuredOption = el('option', { value: 'ais' }, 'measured kernels (AIConfigurator data)');
+  if (m.catalog) select.append(measuredOption);
   select.append(
-    el('option', { value: 'roofline' }, 'roofline (the model on the GPU)'),
+    el('option', { value: 'roofline' }, 'roofline estimate (the model on the GPU)'),
     el('option', { value: 'polynomial' }, 'polynomial (Dynamo default, H200 fit)'),
     el('option', { value: 'fixed' }, 'fixed time per pass'),
     el('option', { value: 'profile' }, 'measured profile (NPZ upload)'),
@@ -20,22 +25,36 @@ export function timingPicker(body: HTMLElement, ctx: PickerContext, m: ModelChoi
   const file = el('input', { id: 'f-npz', type: 'file', accept: '.npz' });
   up.append(el('label', { for: 'f-npz' }, 'Profile (.npz)'), file, el('span', { class: 'unit' }));
   body.append(timingRow, up);
+  /** The model to time when none is chosen yet: the first the chosen timing can time. */
+  const firstModel = (measured: boolean) =>
+    (measured ? m.models.find((e) => e.measured !== undefined && m.hasMeasured(e.value))?.value : undefined) ?? ctx.presets.models[0]?.id ?? 'llama-3.1-8b';
   const setTiming = async (t: string) => {
-    const cur = m.timingModel();
-    if (t === 'roofline') {
-      if (cur?.type === 'roofline') return;
+    const cur = m.timingType();
+    const wasMeasured = m.measured();
+    if (t === 'ais' || t === 'roofline') {
+      if ((t === 'ais' && wasMeasured) || (t === 'roofline' && cur === 'roofline')) return;
+      m.preferMeasured = t === 'ais';
       const choice = m.choice();
-      const model = choice === 'custom' ? clone(m.customSpec) : choice === '' ? (ctx.presets.models[0]?.id ?? 'llama-3.1-8b') : choice;
-      const tm = m.useRoofline(model);
-      await m.fitTp(tm, false);
+      const pick = choice === '' ? firstModel(t === 'ais') : choice;
+      if (t === 'roofline' && !m.gpu()?.roofline) m.gpuId = DEFAULT_GPU;
+      await m.fitTp(m.timeChoice(pick), false);
       return;
     }
-    if (cur?.type === 'roofline') {
+    if (cur === 'roofline' || wasMeasured) {
       // The model stays what it was: its KV size (as the engine derived it) and its GPUs.
-      const kv = ctx.pool()?.kv_bytes_per_token ?? (typeof cur.model === 'string' ? m.presetKv(cur.model, m.kvDtype) : undefined);
+      const tm = m.timingModel() as JsonObject;
+      const args = m.measuredArgs();
+      // (Measured kernels report the KV bytes one GPU holds: a preset's whole-model figure
+      // is the one the other timing models read, where the model is a preset.)
+      const preset = args ? m.rooflineModel(m.choice()) : null;
+      const kv =
+        (typeof preset === 'string' ? m.presetKv(preset, m.kvDtype) : undefined) ??
+        ctx.pool()?.kv_bytes_per_token ??
+        (typeof tm.model === 'string' ? m.presetKv(tm.model, m.kvDtype) : undefined);
       setPath(ctx.state, 'engine.kv_bytes_per_token', kv ?? null);
-      const tp = Number(cur.tp ?? 1);
+      const tp = Number(args ? (args.tp ?? args.tp_size ?? 1) : (tm.tp ?? 1));
       setPath(ctx.state, 'tensor_parallel_size', tp > 1 ? tp : undefined);
+      setPath(ctx.state, 'memory_fraction', undefined);
     }
     let tm: JsonObject;
     if (t === 'fixed') tm = { type: 'fixed', prefill_ms: 20, decode_ms: 8 };
@@ -59,8 +78,11 @@ export function timingPicker(body: HTMLElement, ctx: PickerContext, m: ModelChoi
   });
   ctx.onRefresh(() => {
     const type = m.timingType();
-    const v = type === 'external' ? 'profile' : type;
+    const v = m.measured() ? 'ais' : type === 'external' ? 'profile' : type;
     if ([...select.options].some((o) => o.value === v)) select.value = v;
+    // Measured kernels only where the data has the model (or, with none chosen, some model) on the GPU.
+    const choice = m.choice();
+    measuredOption.disabled = v !== 'ais' && !(choice === '' ? m.gpu()?.system !== undefined : m.hasMeasured(choice));
     up.hidden = v !== 'profile';
     const want = getPath(ctx.state, 'engine.timing_model.config.path');
     info.textContent =

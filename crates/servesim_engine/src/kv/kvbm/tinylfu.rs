@@ -7,7 +7,7 @@
 //! increments that changed something, all counters are halved, so old popularity fades.
 //! The estimate is the smallest of the four counters.
 
-use xxhash_rust::xxh3::xxh3_64_with_seed;
+use crate::hash::xxh3_64 as xxh3_64_with_seed;
 
 const SEEDS: [u64; 4] = [0, 1, 2, 3];
 /// Keeps the low three bits of every nibble after a right shift: halves all counters.

@@ -12,13 +12,13 @@
 //! its kind and key, and a table it does not use costs nothing.
 
 use crate::perf::zipfile::read_members;
-use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::interp::{Curve, Grid, LeafValue, SiteCurves};
+use super::sorted::SortedMap;
 
 /// The format's name in `meta.json`.
 pub const FORMAT: &str = "servesim-measured-kernels";
@@ -68,7 +68,7 @@ pub struct SystemSpec {
     pub inter_rack_bw: Option<f64>,
     /// NCCL's memory by GPUs per group, bytes.
     #[serde(default)]
-    pub nccl_mem: BTreeMap<u32, u64>,
+    pub nccl_mem: SortedMap<u32, u64>,
     /// Other reserved memory, bytes.
     pub other_mem: Option<u64>,
 }
@@ -94,7 +94,7 @@ pub struct SliceMeta {
     /// `compute_scale`, `scale_matrix`.
     pub kind: String,
     /// The slice's discrete key (quant, dtypes, head size, tp...).
-    pub key: BTreeMap<String, Value>,
+    pub key: SortedMap<String, Value>,
     /// The continuous axes, outermost first.
     pub axes: Vec<String>,
     pub points: usize,
@@ -118,7 +118,7 @@ pub struct Meta {
     pub provenance: Value,
     pub slices: Vec<SliceMeta>,
     /// Where each array lies in `arrays.bin`: name → [byte offset, byte length].
-    pub arrays: BTreeMap<String, [usize; 2]>,
+    pub arrays: SortedMap<String, [usize; 2]>,
 }
 
 /// Fields of a `meta.json` object, read by hand (no derived deserializer: the page's engine
@@ -156,7 +156,7 @@ impl Meta {
     fn from_value(v: &Value) -> Result<Meta, DataError> {
         let o = Obj::of(v, "")?;
         let sys = Obj::of(o.get("system").ok_or_else(|| o.bad("system", "an object"))?, "system.")?;
-        let mut nccl_mem = BTreeMap::new();
+        let mut nccl_mem = SortedMap::new();
         if let Some(m) = sys.get("nccl_mem").and_then(Value::as_object) {
             for (k, v) in m {
                 let gpus = k.parse().map_err(|_| sys.bad("nccl_mem", "GPU counts as keys"))?;
@@ -204,7 +204,7 @@ impl Meta {
                 note: so.get("note").and_then(Value::as_str).map(str::to_string),
             });
         }
-        let mut arrays = BTreeMap::new();
+        let mut arrays = SortedMap::new();
         for (k, v) in o.get("arrays").and_then(Value::as_object).ok_or_else(|| o.bad("arrays", "an object"))? {
             let r = v.as_array().filter(|r| r.len() == 2).and_then(|r| Some([r[0].as_u64()? as usize, r[1].as_u64()? as usize]));
             arrays.insert(k.clone(), r.ok_or_else(|| o.bad("arrays", "[offset, length] pairs"))?);
@@ -227,27 +227,38 @@ pub struct KernelData {
     /// `arrays.bin`, decompressed.
     blob: Vec<u8>,
     /// GEMM by quant name.
-    gemm: BTreeMap<String, Lazy<SiteCurves>>,
+    gemm: SortedMap<String, Lazy>,
     /// Context attention by (fmha, kv, kv-head lookup, head size, window): axes (heads, full
     /// sequence, batch).
-    context: BTreeMap<AttnKey, Lazy<Grid>>,
+    context: SortedMap<AttnKey, Lazy>,
     /// Generation attention by (kv, kv-head lookup, head size, window): axes (heads, batch,
     /// sequence).
-    generation: BTreeMap<AttnKey, Lazy<Grid>>,
+    generation: SortedMap<AttnKey, Lazy>,
     /// Custom all-reduce by tensor-parallel size: message elements → latency.
-    allreduce: BTreeMap<u32, Lazy<Curve>>,
+    allreduce: SortedMap<u32, Lazy>,
     /// fp8_static overhead tables by quant: axes (m, k).
-    compute_scale: BTreeMap<String, Lazy<Grid>>,
-    scale_matrix: BTreeMap<String, Lazy<Grid>>,
+    compute_scale: SortedMap<String, Lazy>,
+    scale_matrix: SortedMap<String, Lazy>,
 }
+
+/// A built table of one of the kinds a data file holds (one type for all: the page's engine
+/// then carries one copy of the lazy-building code).
+enum Table {
+    Sites(SiteCurves),
+    Grid(Grid),
+    Curve(Curve),
+}
+
+/// Builds a slice's table from its points (coordinates, value).
+type Builder<'b> = &'b dyn Fn(&[(&[u32], LeafValue)]) -> Result<Table, DataError>;
 
 /// A slice's index in `meta.slices` and its table once built.
-struct Lazy<T> {
+struct Lazy {
     slice: usize,
-    table: OnceLock<Result<T, DataError>>,
+    table: OnceLock<Result<Table, DataError>>,
 }
 
-impl<T> Lazy<T> {
+impl Lazy {
     fn new(slice: usize) -> Self {
         Lazy { slice, table: OnceLock::new() }
     }
@@ -290,12 +301,12 @@ impl KernelData {
         let mut data = KernelData {
             meta: meta.clone(),
             blob,
-            gemm: BTreeMap::new(),
-            context: BTreeMap::new(),
-            generation: BTreeMap::new(),
-            allreduce: BTreeMap::new(),
-            compute_scale: BTreeMap::new(),
-            scale_matrix: BTreeMap::new(),
+            gemm: SortedMap::new(),
+            context: SortedMap::new(),
+            generation: SortedMap::new(),
+            allreduce: SortedMap::new(),
+            compute_scale: SortedMap::new(),
+            scale_matrix: SortedMap::new(),
         };
         for (i, s) in meta.slices.iter().enumerate() {
             let ctx = |m: &str| err(format!("slice `{}` ({}): {m}", s.prefix, s.kind));
@@ -360,7 +371,7 @@ impl KernelData {
         Ok((rows, latency.iter().zip(&power).map(|(&l, &p)| LeafValue::with_power(l, p)).collect()))
     }
 
-    fn build<'a, T>(&'a self, lazy: &'a Lazy<T>, f: impl FnOnce(&[(&[u32], LeafValue)]) -> Result<T, DataError>) -> Result<&'a T, String> {
+    fn build<'a>(&'a self, lazy: &'a Lazy, f: Builder<'_>) -> Result<&'a Table, String> {
         lazy.table
             .get_or_init(|| {
                 let (rows, values) = self.points(lazy.slice)?;
@@ -371,11 +382,18 @@ impl KernelData {
             .map_err(|e| e.0.clone())
     }
 
+    fn grid<'a>(&'a self, lazy: &'a Lazy, f: Builder<'_>) -> Result<Option<&'a Grid>, String> {
+        match self.build(lazy, f)? {
+            Table::Grid(g) => Ok(Some(g)),
+            _ => unreachable!("a grid slice builds a grid"),
+        }
+    }
+
     /// The GEMM table of a quant (its points raised to their speed of light, as the reference loads them).
     pub fn gemm(&self, quant: &str) -> Result<Option<&SiteCurves>, String> {
         let Some(lazy) = self.gemm.get(quant) else { return Ok(None) };
         let sys = &self.meta.system;
-        self.build(lazy, |pts| {
+        let built = self.build(lazy, &|pts| {
             let mut order: Vec<[u32; 2]> = Vec::new();
             let raw = u32s(self.array(&format!("{}.site_order", self.meta.slices[lazy.slice].prefix))?).map_err(err)?;
             order.extend(raw.chunks_exact(2).map(|c| [c[0], c[1]]));
@@ -391,9 +409,12 @@ impl KernelData {
                     v
                 });
             }
-            Ok(t)
-        })
-        .map(Some)
+            Ok(Table::Sites(t))
+        })?;
+        match built {
+            Table::Sites(t) => Ok(Some(t)),
+            _ => unreachable!("a GEMM slice builds site curves"),
+        }
     }
 
     /// The GEMM quants the file holds.
@@ -404,17 +425,17 @@ impl KernelData {
     /// A context-attention slice.
     pub fn context(&self, key: &AttnKey) -> Result<Option<&Grid>, String> {
         let Some(lazy) = self.context.get(key) else { return Ok(None) };
-        self.build(lazy, |pts| Ok(Grid::new(pts, 3))).map(Some)
+        self.grid(lazy, &|pts| Ok(Table::Grid(Grid::new(pts, 3))))
     }
 
     /// A generation-attention slice (raised to its speed of light, as the reference loads it).
     pub fn generation(&self, key: &AttnKey) -> Result<Option<&Grid>, String> {
         let Some(lazy) = self.generation.get(key) else { return Ok(None) };
         let sys = &self.meta.system;
-        self.build(lazy, |pts| {
-            let Some(kv) = super::quant::KvQuant::parse(&key.kv) else { return Ok(Grid::new(pts, 3)) };
+        self.grid(lazy, &|pts| {
+            let Some(kv) = super::quant::KvQuant::parse(&key.kv) else { return Ok(Table::Grid(Grid::new(pts, 3))) };
             let Ok(flops) = super::ops::tc_flops(sys, super::ops::generation_attention_dtype(sys, kv)) else {
-                return Ok(Grid::new(pts, 3));
+                return Ok(Table::Grid(Grid::new(pts, 3)));
             };
             let raised: Vec<(&[u32], LeafValue)> = pts
                 .iter()
@@ -427,9 +448,8 @@ impl KernelData {
                     (c, v)
                 })
                 .collect();
-            Ok(Grid::new(&raised, 3))
+            Ok(Table::Grid(Grid::new(&raised, 3)))
         })
-        .map(Some)
     }
 
     /// Tensor-parallel sizes with all-reduce data.
@@ -440,14 +460,17 @@ impl KernelData {
     /// The all-reduce curve at `tp` GPUs.
     pub fn allreduce(&self, tp: u32) -> Result<Option<&Curve>, String> {
         let Some(lazy) = self.allreduce.get(&tp) else { return Ok(None) };
-        self.build(lazy, |pts| Ok(Curve::new(pts.iter().map(|(c, v)| (c[0] as f64, *v)).collect()))).map(Some)
+        match self.build(lazy, &|pts| Ok(Table::Curve(Curve::new(pts.iter().map(|(c, v)| (c[0] as f64, *v)).collect()))))? {
+            Table::Curve(c) => Ok(Some(c)),
+            _ => unreachable!("an all-reduce slice builds a curve"),
+        }
     }
 
     /// fp8_static's compute_scale (`matrix = false`) or scale_matrix table for `quant`.
     pub fn scale_table(&self, matrix: bool, quant: &str) -> Result<Option<&Grid>, String> {
         let map = if matrix { &self.scale_matrix } else { &self.compute_scale };
         let Some(lazy) = map.get(quant) else { return Ok(None) };
-        self.build(lazy, |pts| Ok(Grid::new(pts, 2))).map(Some)
+        self.grid(lazy, &|pts| Ok(Table::Grid(Grid::new(pts, 2))))
     }
 
     /// `system/backend/version` of the file.
@@ -466,22 +489,14 @@ impl KernelData {
     }
 
     fn stream(&self, name: &str, n: usize) -> Result<Vec<f64>, DataError> {
-        let mut m = BTreeMap::new();
-        for part in ["code", "f32", "f64"] {
-            let key = format!("{name}.{part}");
-            m.insert(key.clone(), self.array(&key)?.to_vec());
-        }
-        decode_values(&m, name, n)
+        let part = |p: &str| self.array(&format!("{name}.{p}"));
+        decode_values([part("code")?, part("f32")?, part("f64")?], name, n)
     }
 }
 
 fn take_member(members: &mut Vec<(String, Vec<u8>)>, name: &str) -> Result<Vec<u8>, DataError> {
     let at = members.iter().position(|(n, _)| n == name).ok_or_else(|| err(format!("member `{name}` is missing")))?;
     Ok(members.swap_remove(at).1)
-}
-
-fn member<'a>(members: &'a BTreeMap<String, Vec<u8>>, name: &str) -> Result<&'a [u8], DataError> {
-    members.get(name).map(Vec::as_slice).ok_or_else(|| err(format!("member `{name}` is missing")))
 }
 
 fn u32s(bytes: &[u8]) -> Result<Vec<u32>, String> {
@@ -494,11 +509,9 @@ fn u32s(bytes: &[u8]) -> Result<Vec<u32>, String> {
 /// Reads the value stream `name`: float64 values stored exactly but compactly. Measured
 /// latencies are mostly means of float32 timings, so each value is a float32 `x` and a
 /// divisor `k` with `value == x as f64 / k` exactly; `NAME.code` holds `k` per value (0: the
-/// value is the next float64 of `NAME.f64`), `NAME.f32` the float32s in order.
-pub fn decode_values(members: &BTreeMap<String, Vec<u8>>, name: &str, n: usize) -> Result<Vec<f64>, DataError> {
-    let codes = member(members, &format!("{name}.code"))?;
-    let f32s = member(members, &format!("{name}.f32"))?;
-    let f64s = member(members, &format!("{name}.f64"))?;
+/// value is the next float64 of `NAME.f64`), `NAME.f32` the float32s in order: `[code, f32,
+/// f64]` here.
+pub fn decode_values([codes, f32s, f64s]: [&[u8]; 3], name: &str, n: usize) -> Result<Vec<f64>, DataError> {
     if codes.len() != n {
         return Err(err(format!("{name}.code holds {} values, expected {n}", codes.len())));
     }
@@ -550,16 +563,12 @@ mod tests {
     fn value_encoding_is_exact() {
         let values = [63.8311767578125, 43.273640950520836, 0.1 + 0.2, 1e-300, 0.0, -2.5, f64::NAN, 7.0 / 9.0];
         let (c, a, b) = encode_values(&values);
-        let mut m = BTreeMap::new();
-        m.insert("v.code".to_string(), c);
-        m.insert("v.f32".to_string(), a);
-        m.insert("v.f64".to_string(), b);
-        let back = decode_values(&m, "v", values.len()).unwrap();
+        let back = decode_values([&c, &a, &b], "v", values.len()).unwrap();
         for (x, y) in values.iter().zip(&back) {
             assert_eq!(x.to_bits(), y.to_bits(), "{x} → {y}");
         }
         // 43.27… is a float32 mean of three: one byte of code and four of value.
-        assert_eq!(m["v.code"][1], 3);
-        assert!(decode_values(&m, "v", 3).is_err(), "a wrong count is an error");
+        assert_eq!(c[1], 3);
+        assert!(decode_values([&c, &a, &b], "v", 3).is_err(), "a wrong count is an error");
     }
 }

@@ -15,6 +15,8 @@
 //! Every value is computed in the same floating-point order as the reference, so results
 //! are bit-identical; `log2` is libm's, natively and in wasm.
 
+use super::sorted::SortedMap;
+
 /// A measured point: latency (ms), power (W) and energy (W·ms).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LeafValue {
@@ -67,6 +69,41 @@ pub fn sort_small<T: Copy>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
         }
         v[j] = x;
     }
+}
+
+/// Indices `0..n` in the order `cmp` gives, equal ones in index order: a stable merge sort
+/// by hand, over indices, so every table shares one sort and the page's engine carries no
+/// further copy of the standard library's.
+pub fn order_by(n: usize, cmp: &dyn Fn(usize, usize) -> std::cmp::Ordering) -> Vec<usize> {
+    let mut a: Vec<usize> = (0..n).collect();
+    let mut b = vec![0; n];
+    let mut width = 1;
+    while width < n {
+        let mut lo = 0;
+        while lo < n {
+            let mid = (lo + width).min(n);
+            let hi = (lo + 2 * width).min(n);
+            let (mut i, mut j, mut k) = (lo, mid, lo);
+            while i < mid && j < hi {
+                // The left run wins ties: equal keys keep their order.
+                if cmp(a[j], a[i]).is_lt() {
+                    b[k] = a[j];
+                    j += 1;
+                } else {
+                    b[k] = a[i];
+                    i += 1;
+                }
+                k += 1;
+            }
+            b[k..k + (mid - i)].copy_from_slice(&a[i..mid]);
+            k += mid - i;
+            b[k..k + (hi - j)].copy_from_slice(&a[j..hi]);
+            lo = hi;
+        }
+        std::mem::swap(&mut a, &mut b);
+        width *= 2;
+    }
+    a
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -132,14 +169,15 @@ impl Grid {
     /// A grid of `dims` axes from points (coordinates, value); a repeated point keeps its first value.
     pub fn new(points: &[(&[u32], LeafValue)], dims: usize) -> Grid {
         let mut root = Node::Branch(Vec::new());
-        let mut seen = std::collections::BTreeMap::new();
-        for (c, v) in points {
-            seen.entry(c.to_vec()).or_insert(*v);
+        // In coordinate order; of a repeated point the first (ties keep their input order).
+        let mut order = order_by(points.len(), &|a, b| points[a].0.cmp(points[b].0));
+        order.dedup_by(|b, a| points[*a].0 == points[*b].0);
+        let mut flat = Vec::with_capacity(order.len());
+        for i in order {
+            let (c, v) = points[i];
+            root.insert(c, v);
+            flat.push((c.to_vec(), c.iter().map(|&x| log2((x as f64).max(1e-12))).collect(), v));
         }
-        for (c, v) in &seen {
-            root.insert(c, *v);
-        }
-        let flat = seen.into_iter().map(|(c, v)| (c.clone(), c.iter().map(|&x| log2((x as f64).max(1e-12))).collect(), v)).collect();
         Grid { root, dims, flat }
     }
 
@@ -409,7 +447,7 @@ impl Curve {
 pub struct SiteCurves {
     /// Sites in the reference's enumeration order (its tie-break), with their curves sorted by m.
     sites: Vec<Site>,
-    index: std::collections::BTreeMap<(u32, u32), usize>,
+    index: SortedMap<(u32, u32), usize>,
     /// For an unmeasured (n, k): every site by (distance, enumeration index), computed once.
     neighbours: std::sync::Mutex<rustc_hash::FxHashMap<(u32, u32), Ranked>>,
 }
@@ -422,6 +460,10 @@ struct Site {
     log_k: f64,
     curve: Vec<(u32, LeafValue)>,
 }
+
+/// A GEMM site (n, k) and its points along m.
+type Site2 = (u32, u32);
+type Curve1 = Vec<(u32, LeafValue)>;
 
 /// Sites by (log₂ distance, enumeration index) from one (n, k).
 type Ranked = std::sync::Arc<Vec<(f64, usize)>>;
@@ -436,24 +478,31 @@ impl SiteCurves {
     /// Points are (m, n, k) → value; `order` lists the sites in enumeration order (sites it
     /// misses follow in (n, k) order).
     pub fn new(points: &[(&[u32], LeafValue)], order: &[[u32; 2]]) -> SiteCurves {
-        let mut by_site: std::collections::BTreeMap<(u32, u32), std::collections::BTreeMap<u32, LeafValue>> = Default::default();
-        for (c, v) in points {
-            by_site.entry((c[1], c[2])).or_default().entry(c[0]).or_insert(*v);
+        // Points by (n, k, m); of a repeated point the first.
+        let at = |i: usize| {
+            let c = points[i].0;
+            (c[1], c[2], c[0])
+        };
+        let mut sorted = order_by(points.len(), &|a, b| at(a).cmp(&at(b)));
+        sorted.dedup_by(|b, a| at(*a) == at(*b));
+        // Each site's curve along m, the sites in (n, k) order.
+        let mut by_site: Vec<(Site2, Curve1)> = Vec::new();
+        for i in sorted {
+            let (n, k, m) = at(i);
+            match by_site.last_mut() {
+                Some((key, curve)) if *key == (n, k) => curve.push((m, points[i].1)),
+                _ => by_site.push(((n, k), vec![(m, points[i].1)])),
+            }
         }
-        let rank: std::collections::HashMap<(u32, u32), usize> = order.iter().enumerate().map(|(i, s)| ((s[0], s[1]), i)).collect();
-        let keys: Vec<(u32, u32)> = by_site.keys().copied().collect();
-        let mut ranked_keys: Vec<(f64, usize)> =
-            keys.iter().enumerate().map(|(i, k)| (rank.get(k).copied().unwrap_or(usize::MAX) as f64, i)).collect();
-        ranked_keys.sort_unstable_by(by_rank);
-        let keys: Vec<(u32, u32)> = ranked_keys.iter().map(|&(_, i)| keys[i]).collect();
-        let sites: Vec<Site> = keys
+        let rank: SortedMap<(u32, u32), usize> = order.iter().enumerate().map(|(i, s)| ((s[0], s[1]), i)).collect();
+        let mut ranked: Vec<(f64, usize)> =
+            by_site.iter().enumerate().map(|(i, (key, _))| (rank.get(key).copied().unwrap_or(usize::MAX) as f64, i)).collect();
+        ranked.sort_unstable_by(by_rank);
+        let sites: Vec<Site> = ranked
             .iter()
-            .map(|&(n, k)| Site {
-                n,
-                k,
-                log_n: log2((n as f64).max(1e-12)),
-                log_k: log2((k as f64).max(1e-12)),
-                curve: by_site[&(n, k)].iter().map(|(&m, &v)| (m, v)).collect(),
+            .map(|&(_, i)| {
+                let ((n, k), curve) = &by_site[i];
+                Site { n: *n, k: *k, log_n: log2((*n as f64).max(1e-12)), log_k: log2((*k as f64).max(1e-12)), curve: curve.clone() }
             })
             .collect();
         let index = sites.iter().enumerate().map(|(i, s)| ((s.n, s.k), i)).collect();
@@ -629,6 +678,17 @@ mod tests {
 
     fn rule<'a>(sol: &'a dyn Fn(&[f64]) -> f64, sqrt_axis: Option<usize>) -> GridRule<'a> {
         GridRule { axes: &["n", "s", "b"], sqrt_axis, sol }
+    }
+
+    #[test]
+    fn order_by_is_a_stable_sort() {
+        let keys = [5, 3, 9, 3, 1, 5, 5, 0, 9, 2, 3];
+        for n in 0..=keys.len() {
+            let got = order_by(n, &|a, b| keys[a].cmp(&keys[b]));
+            let mut want: Vec<usize> = (0..n).collect();
+            want.sort_by_key(|&i| keys[i]);
+            assert_eq!(got, want, "n = {n}");
+        }
     }
 
     #[test]

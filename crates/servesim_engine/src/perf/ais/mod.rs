@@ -17,8 +17,8 @@ pub mod memory;
 pub mod model;
 pub mod ops;
 pub mod quant;
+pub mod sorted;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
@@ -29,6 +29,7 @@ use data::KernelData;
 use model::{Dtypes, Graph, ModelShape};
 use ops::{Op, Shape};
 use quant::{FmhaQuant, GemmQuant, KvQuant};
+use sorted::SortedMap;
 
 /// The timing model's arguments (`engine.timing_model = {"type": "ais", ...}`; the
 /// reference's `{"type": "external", "provider": "ais", "config": {...}}` reads into the same).
@@ -63,7 +64,7 @@ pub struct AisArgs {
     /// Reference fields that must stay at their neutral value here (MoE, attention DP, MTP,
     /// context parallelism...): accepted only as such, so a config written for the reference
     /// either times the same or says why not.
-    pub neutral: BTreeMap<String, Value>,
+    pub neutral: SortedMap<String, Value>,
 }
 
 impl AisArgs {
@@ -87,7 +88,7 @@ impl AisArgs {
             fmha_quant_mode: None,
             comm_quant_mode: None,
             worker_type: None,
-            neutral: BTreeMap::new(),
+            neutral: SortedMap::new(),
         };
         let text = |k: &str, v: &Value| v.as_str().map(str::to_string).ok_or_else(|| format!("{k}: expected a string"));
         let opt_text = |k: &str, v: &Value| if v.is_null() { Ok(None) } else { text(k, v).map(Some) };
@@ -177,7 +178,7 @@ const NEUTRAL: &[(&str, &[&str])] = &[
 impl AisArgs {
     /// Checks the fields (errors name them, under `engine.timing_model`).
     pub fn validate(&self) -> Result<(), String> {
-        for (k, v) in &self.neutral {
+        for (k, v) in self.neutral.iter() {
             let Some((_, ok)) = NEUTRAL.iter().find(|(n, _)| n == k) else {
                 return Err(format!("{k}: unknown field"));
             };

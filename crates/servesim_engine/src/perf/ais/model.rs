@@ -113,7 +113,7 @@ fn declared_quant(cfg: &Value) -> Result<Declared, String> {
     let qc = cfg.get("quantization_config").filter(|v| v.is_object());
     let hf = cfg.get("hf_quant_config").and_then(|h| h.get("quantization")).filter(|v| v.is_object());
     let s = |v: Option<&Value>, k: &str| {
-        v.and_then(|v| v.get(k)).and_then(|x| x.as_str()).map(|x| x.trim().to_lowercase()).filter(|x| !x.is_empty())
+        v.and_then(|v| v.get(k)).and_then(|x| x.as_str()).map(|x| x.trim().to_ascii_lowercase()).filter(|x| !x.is_empty())
     };
     let algo = s(hf, "quant_algo").or(s(qc, "quant_algo")).or(s(qc, "quant_method")).or(s(qc, "quantization_method"));
     let kv_algo =

@@ -235,20 +235,15 @@ fn scale_table(data: &KernelData, matrix: bool, m: u32, k: u32) -> Result<LeafVa
     let g = data.scale_table(matrix, "fp8")?.ok_or_else(|| format!("no {what} data for fp8 (fp8_static needs it)"))?;
     let factor = if matrix { 3.0 } else { 2.0 };
     let sol = move |c: &[f64]| factor * c[0] * c[1] / sys.mem_bw * 1000.0;
+    // The table's range on each axis (over all its rows: the smallest and largest k of any m).
     let (mut m_lo, mut m_hi, mut k_lo, mut k_hi) = (u32::MAX, 0u32, u32::MAX, 0u32);
-    let mut rows: std::collections::BTreeMap<u32, (u32, u32)> = Default::default();
     for (c, _) in g.points() {
         m_lo = m_lo.min(c[0]);
         m_hi = m_hi.max(c[0]);
-        let e = rows.entry(c[0]).or_insert((u32::MAX, 0));
-        e.0 = e.0.min(c[1]);
-        e.1 = e.1.max(c[1]);
+        k_lo = k_lo.min(c[1]);
+        k_hi = k_hi.max(c[1]);
     }
-    for (lo, hi) in rows.values() {
-        k_lo = k_lo.min(*lo);
-        k_hi = k_hi.max(*hi);
-    }
-    if rows.is_empty() {
+    if g.is_empty() {
         return Err(format!("empty {what} table"));
     }
     let (mc, kc) = (m.clamp(m_lo, m_hi), k.clamp(k_lo, k_hi));

@@ -109,6 +109,13 @@ fn emit_tokens(core: &mut SglangCore, set: &mut Vec<u32>) {
     let mut finished = Vec::new();
     while k < set.len() {
         let s = set[k];
+        if core.req(s).remaining_output() == 0 {
+            // A transferred request that asked for no output: it leaves with this step, and
+            // samples nothing (a disaggregated decode worker; the reference's too).
+            set.remove(k);
+            finished.push(s);
+            continue;
+        }
         let grow = step_pages(core, s);
         let r = core.req_mut(s);
         r.private_pages += grow;
@@ -135,7 +142,7 @@ fn emit_tokens(core: &mut SglangCore, set: &mut Vec<u32>) {
 
 /// The first token of the requests an extend pass just prefilled (`prefilled`, in batch
 /// order). A request whose first token is also its last finishes right away and never
-/// gives that token a slot. The others' memory check covers only them, so only they can be
+/// gives that token a slot (one that asked for no output finishes without a token). The others' memory check covers only them, so only they can be
 /// retracted here. When a retraction happens, the step is timed as a decode of those that
 /// remain; otherwise the extend forward produced the tokens and takes no extra time. A
 /// decode worker (whose extend passes readmit retracted requests) retracts nobody here. If
@@ -147,7 +154,9 @@ fn emit_tokens(core: &mut SglangCore, set: &mut Vec<u32>) {
 /// goes on, and a readmitted request one token short of its output ends with its extend
 /// pass even when the pool has no page left.
 pub(super) fn first_tokens(core: &mut SglangCore, prefilled: Vec<u32>) -> Vec<u32> {
-    let (finishing, mut rest): (Vec<u32>, Vec<u32>) = prefilled.into_iter().partition(|&s| core.req(s).remaining_output() == 1);
+    // A request asking for no output (an agentic trace may) completes with its prefill and
+    // emits nothing, as in the reference; one whose first token is its last emits it.
+    let (finishing, mut rest): (Vec<u32>, Vec<u32>) = prefilled.into_iter().partition(|&s| core.req(s).remaining_output() <= 1);
     let victims = if core.cfg.worker_type == crate::args::WorkerType::Decode { Vec::new() } else { retract_until_fits(core, &mut rest) };
     give_up_on_fruitless_prefills(core, &victims, &rest);
     if !victims.is_empty() && !rest.is_empty() {
@@ -159,9 +168,11 @@ pub(super) fn first_tokens(core: &mut SglangCore, prefilled: Vec<u32>) -> Vec<u3
     // The finishing requests free their pages only after the step.
     for s in finishing {
         let r = core.req_mut(s);
-        r.seq.generated += 1;
-        let id = r.seq.id;
-        core.out.tokens.push(id);
+        if r.remaining_output() == 1 {
+            r.seq.generated += 1;
+            let id = r.seq.id;
+            core.out.tokens.push(id);
+        }
         core.complete(s);
     }
     rest
@@ -218,8 +229,17 @@ pub(super) fn decode_pass(core: &mut SglangCore) {
         return;
     }
 
-    core.out.duration = decode_time(core, &core.running);
-    core.out.scheduled_tokens += core.running.len() as u64;
+    // A transferred request that asked for no output leaves with this step without
+    // computing: the step is timed over the others (no time when it is alone), as in the
+    // reference.
+    if core.running.iter().any(|&s| core.req(s).remaining_output() == 0) {
+        let live: Vec<u32> = core.running.iter().copied().filter(|&s| core.req(s).remaining_output() > 0).collect();
+        core.out.duration = if live.is_empty() { Default::default() } else { decode_time(core, &live) };
+        core.out.scheduled_tokens += live.len() as u64;
+    } else {
+        core.out.duration = decode_time(core, &core.running);
+        core.out.scheduled_tokens += core.running.len() as u64;
+    }
     if core.fpm {
         for &s in &core.running {
             let len = core.req(s).seq.len();

@@ -1,6 +1,7 @@
-//! The vLLM core's side of disaggregated serving: a prefill worker holds a finished
-//! prompt's blocks until its transfer is done; a decode worker reserves blocks for a prompt
-//! before its KV moves, queues it, and admits it once the KV is in place.
+//! The vLLM core's side of disaggregated serving, its hand-off connector (state in
+//! `connector.rs`): a prefill worker holds a finished prompt's blocks until its transfer is
+//! done; a decode worker reserves blocks for a prompt before its KV moves, queues it, and
+//! admits it once the KV is in place.
 
 use super::VllmCore;
 use crate::sched::contract::{HandOff, Scheduler};
@@ -11,11 +12,12 @@ impl HandOff for VllmCore {
     /// Frees the KV a prefill worker held for request `id` (leaf first, as a completion
     /// would have), if it holds any.
     fn release_source(&mut self, id: u64) {
-        let Some(blocks) = self.held.remove(&id) else { return };
+        let Some(h) = self.connector.handoff_mut() else { return };
+        let Some(blocks) = h.held.remove(&id) else { return };
+        h.stalled = false;
         for &b in blocks.iter().rev() {
             self.pool.release(b);
         }
-        self.stalled = false;
     }
 
     /// A decode destination takes room for a prompt about to be transferred: its blocks are
@@ -54,22 +56,24 @@ impl HandOff for VllmCore {
         seq.num_computed = len;
         // It queues now, passed over until its KV arrives (then it takes its place again,
         // see `activate`): requests are admitted in the order of their reservations.
-        self.reserved.insert(id, s);
+        let h = self.connector.handoff_mut().expect("a decode worker takes reservations");
+        h.reserved.insert(id, s);
+        h.pending_kv += 1;
         self.seq_mut(s).kv_pending = true;
         self.waiting.push_back(s);
-        self.pending_kv += 1;
         Reservation::Reserved { resident_blocks: resident }
     }
 
     /// The transfer of reserved request `id` is done: it can be admitted (its blocks are in
     /// place). False if nothing was reserved for it.
     fn activate(&mut self, id: u64) -> bool {
-        let Some(s) = self.reserved.remove(&id) else { return false };
+        let Some(h) = self.connector.handoff_mut() else { return false };
+        let Some(s) = h.reserved.remove(&id) else { return false };
+        h.pending_kv -= 1;
+        h.stalled = false;
         let full = self.full_blocks(self.seq(s).prompt_len());
         self.make_visible(s, full);
         self.seq_mut(s).kv_pending = false;
-        self.pending_kv -= 1;
-        self.stalled = false;
         // It takes its place by reservation order again: ahead of a preempted request
         // reserved after it, which went to the front when preempted (measured on the
         // reference: such a request joins past a preempted head that cannot fit; one
@@ -84,15 +88,17 @@ impl HandOff for VllmCore {
 
     /// Reservations wait for room on this rank (or none do).
     fn set_destinations_pending(&mut self, pending: bool) {
-        if pending != self.destinations_pending {
+        let Some(h) = self.connector.handoff_mut() else { return };
+        if pending != h.destinations_pending {
             // Who may join changes: a stalled queue may move again.
-            self.stalled = false;
+            h.stalled = false;
         }
-        self.destinations_pending = pending;
+        h.destinations_pending = pending;
     }
 
     fn idle_with_queue(&self) -> bool {
-        self.running.is_empty() && self.waiting.len() > self.pending_kv && self.first_in_place().is_none()
+        let pending_kv = self.connector.handoff().map_or(0, |h| h.pending_kv);
+        self.running.is_empty() && self.waiting.len() > pending_kv && self.first_in_place().is_none()
     }
 
     fn reservation_capacity(&self) -> u32 {

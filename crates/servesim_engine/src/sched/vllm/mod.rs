@@ -1,8 +1,9 @@
 //! The vLLM-style scheduler: `waiting` + `running`, one token budget per pass, running
 //! requests first, FIFO admission gated on the whole sequence's blocks, inline preemption
 //! with recompute. The rules found against the reference are listed in `docs/fidelity.md`.
-//! With native KV offload (`engine.native_host_offload`) the connector in `offload/` and the
-//! admission loop in `onboarding.rs` take part; without it none of their code runs.
+//! KV that comes from elsewhere (the disaggregation hand-off, native KV offload) enters the
+//! one admission loop through a connector, as in vLLM (`connector.rs`); without offload none
+//! of `offload/`'s and `onboarding.rs`'s code runs.
 //!
 //! TRT-LLM runs the same core under another capacity policy ([`Capacity::NoEvict`], its
 //! `guaranteed_no_evict`): outputs are clamped to what the pool can hold when a request
@@ -10,6 +11,7 @@
 //! the running requests may still take, no prefix hit is given back for recomputation, and
 //! nothing is ever preempted.
 
+mod connector;
 mod encoder;
 mod handoff;
 mod offload;
@@ -20,10 +22,11 @@ use crate::kv::kvbm::pool::KvbmPool;
 use crate::kv::{BlockPool, EventSink, KvEvent, Pool, SlotId};
 use crate::metrics::RankMetrics;
 use crate::perf::PassTimer;
-use crate::sched::contract::{KvBlocks, RankSetup, Scheduler};
+use crate::sched::contract::{KvBlocks, RankSetup, Scheduler, TransferClock};
 use crate::sched::output::{Admission, Finished, ForwardPassMetrics, Outcome, PassOutput};
 use crate::sequence::{Request, Sequence};
-use std::collections::{HashMap, VecDeque};
+use connector::{Connector, Handoff};
+use std::collections::VecDeque;
 
 #[derive(Clone, Debug)]
 struct Config {
@@ -117,31 +120,14 @@ pub struct VllmCore {
     /// Requests admitted this pass with nothing to compute (their whole sequence was
     /// cached, which only TRT-LLM allows): their first token takes a decode step.
     whole_hits: Vec<u32>,
-    /// A prefill worker's finished prompts, by request id: their KV stays held (allocated
-    /// and cache-visible) until the transfer to the decode side is done and the harness
-    /// releases it.
-    held: HashMap<u64, Vec<SlotId>>,
-    /// A decode worker's reservations whose transfers are under way: request id → slot.
-    reserved: HashMap<u64, u32>,
-    /// Requests wait for a reservation here (the harness keeps them): until they have one,
-    /// only requests whose KV is already in place may join the batch.
-    destinations_pending: bool,
-    /// How many of `waiting` are reservations whose KV is still on the way.
-    pending_kv: usize,
     /// Requests submitted or reserved so far: the next one's `Sequence::order`.
     queued_total: u64,
-    /// Nothing runs and the waiting head needs blocks that held prompts or reservations
-    /// occupy: no pass can do anything until a release or an activation.
-    stalled: bool,
     out: PassOutput,
-    /// Native KV offload: the connector to the host tier (and G3).
-    offload: Option<Box<offload::Offload>>,
+    /// Where KV comes from besides this rank's computation: nowhere, the other side of a
+    /// disaggregated hand-off, or the offload tiers (see `connector.rs`).
+    connector: Connector,
     /// Per sequence slot, for a pass (which requests were scheduled).
     scratch_flags: Vec<bool>,
-    /// With G3: the tiers' epoch when the pass began, and whether the pass just stepped should
-    /// be stepped again at once (see `Scheduler::retry_at_once`).
-    g3_epoch_before: Option<u64>,
-    retry_at_once: bool,
     /// Multimodal requests: the encoder budget and cache, from the first request with images.
     encoder: Option<Box<encoder::EncoderState>>,
     /// (encoder budget, encoder cache tokens) from the arguments.
@@ -170,7 +156,11 @@ impl VllmCore {
             KvManager::Native => Pool::Native(BlockPool::new(cfg.num_blocks, sink)),
             KvManager::Kvbm => Pool::Kvbm(KvbmPool::new(cfg.num_blocks, args.eviction_backend, sink)),
         };
-        let offload = offload::Offload::new(args, &setup.tiers, setup.worker, events).map(Box::new);
+        let connector = match offload::Offload::new(args, &setup.tiers, setup.worker, events) {
+            _ if cfg.worker_type != WorkerType::Aggregated => Connector::Handoff(Handoff::default()),
+            Some(o) => Connector::Offload(Box::new(o)),
+            None => Connector::None,
+        };
         if let Some(host) = &args.native_host_offload {
             // A shared pool's stores keep their device sources referenced until they land.
             pool.native_mut().track_store_readers(host.scope == G2Scope::ClusterShared);
@@ -193,17 +183,10 @@ impl VllmCore {
             fpm: false,
             done: Vec::new(),
             whole_hits: Vec::new(),
-            held: HashMap::new(),
-            reserved: HashMap::new(),
-            destinations_pending: false,
-            pending_kv: 0,
             queued_total: 0,
-            stalled: false,
             out: PassOutput::default(),
-            offload,
+            connector,
             scratch_flags: Vec::new(),
-            g3_epoch_before: None,
-            retry_at_once: false,
             encoder: None,
             encoder_args: (args.encoder_budget(), args.encoder_cache_tokens()),
         })
@@ -264,101 +247,28 @@ impl VllmCore {
         self.out.admissions.push(Admission { id: seq.id, reused_tokens: 0, readmission: false, host_reused_tokens: None });
     }
 
-    fn admit_waiting(&mut self, budget: &mut u64) {
-        let mut unused = false;
-        while self.running.len() < self.cfg.max_num_seqs {
-            // While reservations wait for room, only requests whose KV is in place may join,
-            // from anywhere in the queue: the others would take the room the reservations wait for.
-            // Otherwise the FIFO head, passing over reservations whose KV has not arrived.
-            let next =
-                if self.destinations_pending { self.first_in_place() } else { self.waiting.iter().position(|&s| !self.seq(s).kv_pending) };
-            let Some(k) = next else { break };
-            let s = self.waiting[k];
-            if let Some(reason) = self.rejection(s) {
-                self.waiting.remove(k);
-                self.finish(s, Outcome::Rejected(reason));
-                continue;
-            }
-            if self.seq(s).kv_in_place() {
-                // Its blocks are reserved and hold its prompt: no admission check, no tokens.
-                self.waiting.remove(k);
-                self.join(s);
-                if *budget == 0 {
-                    break;
-                }
-                continue;
-            }
-            let hit = self.prefix_hit(s);
-            let len = self.seq(s).len();
-            // Blocks held by running requests are not needed again (hits on blocks merely
-            // cached are: they will be taken from the free pool).
-            let fits = match self.cfg.capacity {
-                Capacity::Optimistic => self.blocks_for(len) - hit.active_blocks <= self.available_blocks(),
-                Capacity::NoEvict => self.to_completion_blocks(s).saturating_sub(hit.active_blocks as u64) <= self.no_evict_headroom(),
-            };
-            let budget_before = *budget;
-            let admitted = fits && matches!(self.schedule(s, Some(&hit), budget, &mut unused), Scheduled::Yes);
-            self.spare_slots = hit.slots;
-            if !admitted && self.encoder.is_some() {
-                self.forget_images(s);
-            }
-            if admitted {
-                self.waiting.remove(k);
-                self.running.push(s);
-                let seq = self.seq_mut(s);
-                seq.admissions += 1;
-                let admission =
-                    Admission { id: seq.id, reused_tokens: hit.cached_tokens, readmission: seq.admissions > 1, host_reused_tokens: None };
-                self.out.metrics.cache_hit_tokens += hit.cached_tokens as u64;
-                self.out.metrics.cache_query_tokens += len as u64;
-                self.out.admissions.push(admission);
-                if *budget == budget_before {
-                    // Nothing to compute: its whole sequence was cached (TRT-LLM gives no hit
-                    // back for recomputation). With the budget spent, admission stops here.
-                    self.whole_hits.push(s);
-                    if *budget == 0 {
-                        break;
-                    }
-                }
-                continue;
-            }
-            // The head blocks everyone behind it while anything runs.
-            if !self.running.is_empty() {
-                break;
-            }
-            // Nothing runs. Held prompts free their blocks when their transfers are done, and
-            // reservations turn into running requests when theirs are. Transferred requests
-            // queued behind the head hold blocks too: the reference keeps them waiting, until
-            // a prompt waiting for a reservation lets them join (see `destinations_pending`).
-            if !(self.held.is_empty() && self.reserved.is_empty()) || self.first_in_place().is_some() {
-                self.stalled = true;
-                break;
-            }
-            // Nothing runs or holds blocks: the pool is empty and the budget whole, so
-            // nothing will ever change and the head can never run.
-            let reason = self.unschedulable_reason(s);
-            self.waiting.remove(k);
-            self.finish(s, Outcome::Unschedulable(reason));
-        }
-    }
-
-    /// Why a fresh request is refused outright, if it is.
-    fn rejection(&self, s: u32) -> Option<String> {
+    /// Why a request is refused outright for its prompt, if it is (checked before the
+    /// connector is asked).
+    fn prompt_rejection(&self, s: u32) -> Option<String> {
         let seq = self.seq(s);
         if let Some(limit) = self.cfg.max_model_len
             && seq.prompt_len() >= limit
         {
             return Some(format!("prompt of {} tokens reaches max_model_len {limit}", seq.prompt_len()));
         }
+        // A prompt transferred from a prefill worker needs no encoder here.
+        if seq.admissions == 0 && !seq.images().is_empty() && !seq.prefilled {
+            return self.image_rejection(seq);
+        }
+        None
+    }
+
+    /// Why a fresh request is refused outright for the pool, if it is (checked once the
+    /// connector has answered: with offload, after its host lookup).
+    fn capacity_rejection(&self, s: u32) -> Option<String> {
+        let seq = self.seq(s);
         if seq.admissions > 0 {
             return None;
-        }
-        // A prompt transferred from a prefill worker needs no encoder here.
-        if !seq.images().is_empty()
-            && !seq.prefilled
-            && let Some(reason) = self.image_rejection(seq)
-        {
-            return Some(reason);
         }
         match self.cfg.capacity {
             Capacity::Optimistic => {
@@ -530,7 +440,7 @@ impl VllmCore {
                 };
                 let free = self.pool.free();
                 if self.pool.reserve(hits, fresh, &mut seq.blocks) {
-                    if self.offload.is_some() && fresh > 0 {
+                    if fresh > 0 && self.connector.offload().is_some() {
                         self.fence_fresh(s, fresh, free);
                     }
                     break;
@@ -579,7 +489,7 @@ impl VllmCore {
         let new = &seq.blocks[seq.blocks.len() - fresh as usize..];
         let readers = self.pool.native_mut().claim_fresh(new, free.min(fresh) as usize);
         if !readers.is_empty() {
-            self.offload.as_mut().expect("an offload rank").fence(&readers);
+            self.connector.offload_mut().expect("an offload rank").fence(&readers);
         }
     }
 
@@ -606,7 +516,7 @@ impl VllmCore {
     /// Recompute-style preemption: the victim drops all its blocks (leaf first, so they stay
     /// cached and its tail goes first) and waits at the head of the queue.
     fn preempt(&mut self, victim: u32, budget: &mut u64) {
-        if let Some(o) = &mut self.offload {
+        if let Some(o) = self.connector.offload_mut() {
             o.preempted(victim);
         }
         let pos = self.running.iter().position(|&r| r == victim).expect("victim is running");
@@ -648,7 +558,7 @@ impl VllmCore {
     /// Native offload, after the pass is timed: when its compute starts, and with G3 whether it
     /// is to be stepped again at once (it took no time and changed the tiers' state).
     fn end_offload_pass(&mut self) {
-        let o = self.offload.as_mut().expect("an offload rank");
+        let Some(o) = self.connector.offload_mut() else { return };
         let start = o.compute_start(o.now);
         self.out.compute_start_ms = Some(start);
         let progress =
@@ -659,9 +569,8 @@ impl VllmCore {
             g3.note_rank_progress();
         }
         let instant = start == o.now && self.out.duration.is_zero();
-        self.retry_at_once = instant
-            && self.g3_epoch_before.is_some()
-            && (o.g3_epoch() != self.g3_epoch_before || o.next_deadline().is_some_and(|d| d <= o.now));
+        o.retry_at_once =
+            instant && o.g3_epoch_before.is_some() && (o.g3_epoch() != o.g3_epoch_before || o.next_deadline().is_some_and(|d| d <= o.now));
     }
 
     /// The pass as scheduled: its prefill chunks and decodes, and who waits (never admitted:
@@ -780,14 +689,14 @@ impl VllmCore {
     /// worker holds a completed prompt's blocks for its transfer instead).
     fn finish(&mut self, s: u32, outcome: Outcome) {
         if outcome == Outcome::Completed && self.cfg.worker_type == WorkerType::Prefill {
-            let seq = self.seq_mut(s);
+            let seq = self.seqs[s as usize].as_mut().expect("live sequence");
             let blocks = std::mem::take(&mut seq.blocks);
-            let id = seq.id;
-            self.held.insert(id, blocks);
+            let h = self.connector.handoff_mut().expect("a prefill worker hands off");
+            h.held.insert(seq.id, blocks);
         } else {
             self.release_blocks(s);
         }
-        if let Some(o) = &mut self.offload {
+        if let Some(o) = self.connector.offload_mut() {
             o.forget(s);
         }
         if self.encoder.is_some() {
@@ -817,8 +726,8 @@ impl Scheduler for VllmCore {
     fn step(&mut self) -> &PassOutput {
         self.out.clear();
         self.chunks.clear();
-        if let Some(o) = &self.offload {
-            self.g3_epoch_before = o.g3_epoch();
+        if let Some(o) = self.connector.offload_mut() {
+            o.g3_epoch_before = o.g3_epoch();
         }
         self.whole_hits.clear();
         if self.encoder.is_some() {
@@ -855,13 +764,9 @@ impl Scheduler for VllmCore {
 
         // Admission, in FIFO order, only in a pass that preempted nobody.
         if !preempted {
-            if self.offload.is_some() {
-                self.admit_with_offload(&mut budget);
-            } else {
-                self.admit_waiting(&mut budget);
-            }
+            self.admit(&mut budget);
         }
-        if self.offload.is_some() {
+        if self.connector.offload().is_some() {
             self.offer_stores();
         }
         if self.fpm {
@@ -870,26 +775,27 @@ impl Scheduler for VllmCore {
 
         let (admitted_batch, admitted_context) = self.emit_tokens(admitted_from);
         self.finish_pass(batch + admitted_batch, context + admitted_context);
-        if self.offload.is_some() {
-            self.end_offload_pass();
-        }
+        self.end_offload_pass();
         &self.out
     }
 
     /// Whether a pass now would do anything.
     fn has_work(&self) -> bool {
-        if self.offload.is_some() {
+        match &self.connector {
             // The reference steps such a rank even when its pass will do nothing (it has no
             // stall shortcut): such passes touch the host LRU and probe G3.
-            return !self.running.is_empty() || !self.waiting.is_empty() || self.connector_ready();
+            Connector::Offload(_) => !self.running.is_empty() || !self.waiting.is_empty() || self.connector_ready(),
+            Connector::Handoff(h) => {
+                !self.running.is_empty()
+                    || !h.stalled
+                        && if h.destinations_pending { self.first_in_place().is_some() } else { self.waiting.len() > h.pending_kv }
+            }
+            Connector::None => !self.running.is_empty() || !self.waiting.is_empty(),
         }
-        !self.running.is_empty()
-            || !self.stalled
-                && if self.destinations_pending { self.first_in_place().is_some() } else { self.waiting.len() > self.pending_kv }
     }
 
     fn in_flight(&self) -> usize {
-        self.waiting.len() + self.running.len() + self.offload.as_ref().map_or(0, |o| o.connector.len())
+        self.waiting.len() + self.running.len() + self.connector.offload().map_or(0, |o| o.connector.len())
     }
 
     /// Blocks a new allocation could take: free, or cached and unreferenced.
@@ -900,14 +806,19 @@ impl Scheduler for VllmCore {
     fn abandon(&mut self, reason: &str) -> Vec<Finished> {
         let mut all: Vec<u32> = self.running.drain(..).collect();
         all.extend(self.waiting.drain(..));
-        if let Some(o) = &mut self.offload {
-            all.extend(o.connector.drain(..));
-            for r in o.requests.iter_mut().flatten() {
-                r.in_connector = false;
+        match &mut self.connector {
+            Connector::Offload(o) => {
+                all.extend(o.connector.drain(..));
+                for r in o.requests.iter_mut().flatten() {
+                    r.in_connector = false;
+                }
             }
+            Connector::Handoff(h) => {
+                h.reserved.clear();
+                h.pending_kv = 0;
+            }
+            Connector::None => {}
         }
-        self.reserved.clear();
-        self.pending_kv = 0;
         let mark = self.out.finished.len();
         for s in all {
             self.finish(s, Outcome::Unschedulable(reason.to_string()));
@@ -944,11 +855,11 @@ impl Scheduler for VllmCore {
         // With offload, requests the connector deferred hold their load destinations, and a
         // shared pool's stores hold their sources.
         let onboarding_held: usize = self
-            .offload
-            .as_ref()
+            .connector
+            .offload()
             .map_or(0, |o| o.connector.iter().map(|&s| self.seq(s).blocks.len()).sum::<usize>() + self.pool.native().held_by_stores());
         let held: usize = self.running.iter().map(|&s| self.seq(s).blocks.len()).sum::<usize>()
-            + self.held.values().map(Vec::len).sum::<usize>()
+            + self.connector.handoff().map_or(0, |h| h.held.values().map(Vec::len).sum::<usize>())
             + waiting_held
             + onboarding_held;
         if self.waiting.iter().any(|&s| !self.seq(s).blocks.is_empty() && self.seq(s).admissions > 0) {
@@ -977,7 +888,9 @@ impl Scheduler for VllmCore {
         let Pool::Native(_) = &self.pool else { return None };
         let mut held: Vec<(u64, Vec<u32>)> =
             self.seqs.iter().flatten().filter(|q| !q.blocks.is_empty()).map(|q| (q.id, q.blocks.clone())).collect();
-        held.extend(self.held.iter().map(|(&id, slots)| (id, slots.clone())));
+        if let Some(h) = self.connector.handoff() {
+            held.extend(h.held.iter().map(|(&id, slots)| (id, slots.clone())));
+        }
         held.sort_unstable_by_key(|&(id, _)| id);
         Some(held)
     }
@@ -1002,38 +915,12 @@ impl Scheduler for VllmCore {
         self.steady_tokens = on;
     }
 
-    fn has_offload(&self) -> bool {
-        self.offload.is_some()
+    fn transfers(&self) -> Option<&dyn TransferClock> {
+        self.connector.offload().is_some().then_some(self as &dyn TransferClock)
     }
 
-    fn set_pass_time(&mut self, now_ms: f64) {
-        if let Some(o) = &mut self.offload {
-            o.now = now_ms;
-        }
-    }
-
-    fn pass_boundary(&mut self, end_ms: f64, events: &mut Vec<KvEvent>) {
-        if self.offload.is_some() {
-            self.offload_boundary(end_ms, events);
-        }
-    }
-
-    fn settle_transfers(&mut self, now_ms: f64, events: &mut Vec<KvEvent>) {
-        if self.offload.is_some() {
-            self.offload_settle(now_ms, events);
-        }
-    }
-
-    fn next_transfer_deadline(&self) -> Option<f64> {
-        self.offload.as_ref().and_then(|o| o.next_deadline())
-    }
-
-    fn transfers_pending(&self) -> bool {
-        self.offload.as_ref().is_some_and(|o| o.has_work())
-    }
-
-    fn retry_at_once(&self) -> bool {
-        self.retry_at_once
+    fn transfers_mut(&mut self) -> Option<&mut dyn TransferClock> {
+        if self.connector.offload().is_some() { Some(self) } else { None }
     }
 
     fn take_open_streaks(&mut self) -> Vec<(u64, u32)> {
@@ -1044,5 +931,34 @@ impl Scheduler for VllmCore {
             }
         }
         open
+    }
+}
+
+/// The offload connector's transfers (only reached through `transfers`, so an offload rank).
+impl TransferClock for VllmCore {
+    fn set_pass_time(&mut self, now_ms: f64) {
+        if let Some(o) = self.connector.offload_mut() {
+            o.now = now_ms;
+        }
+    }
+
+    fn pass_boundary(&mut self, end_ms: f64, events: &mut Vec<KvEvent>) {
+        self.offload_boundary(end_ms, events);
+    }
+
+    fn settle(&mut self, now_ms: f64, events: &mut Vec<KvEvent>) {
+        self.offload_settle(now_ms, events);
+    }
+
+    fn next_deadline(&self) -> Option<f64> {
+        self.connector.offload().and_then(|o| o.next_deadline())
+    }
+
+    fn pending(&self) -> bool {
+        self.connector.offload().is_some_and(|o| o.has_work())
+    }
+
+    fn retry_at_once(&self) -> bool {
+        self.connector.offload().is_some_and(|o| o.retry_at_once)
     }
 }

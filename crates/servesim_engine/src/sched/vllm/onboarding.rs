@@ -1,5 +1,6 @@
-//! Admission with the offload connector (`offload/`): how a waiting request whose prompt the
-//! host tier holds is onboarded, and how the scheduler stores computed prompts there.
+//! The offload connector's answers to the admission loop (`connector.rs`): how a waiting
+//! request whose prompt the host tier holds is onboarded, and how the scheduler stores
+//! computed prompts there.
 //!
 //! Rules (the reference's):
 //!
@@ -20,15 +21,14 @@
 //!   prefill covers only the rest. Its reuse counts the G1 part first, the host part after.
 
 use super::VllmCore;
+use super::connector::{Match, Matched};
 use super::offload::{HostLookup, HostRequest, Load};
 use crate::kv::offload::host_tier::{BlockMeta, StoreOutcome};
 use crate::kv::offload::{Key, TransferId};
 use crate::kv::{KvEvent, SlotId};
-use crate::sched::contract::Scheduler;
-use crate::sched::output::{Admission, Outcome};
 
 /// What starting a load did.
-enum StartLoad {
+pub(super) enum StartLoad {
     Queued,
     /// A block is being loaded for another request.
     Deferred,
@@ -46,12 +46,12 @@ struct G1Prefix {
 
 impl VllmCore {
     fn offload(&mut self) -> &mut super::offload::Offload {
-        self.offload.as_mut().expect("an offload rank")
+        self.connector.offload_mut().expect("an offload rank")
     }
 
     /// Builds `s`'s offload state on first use: its prompt blocks' identities.
     fn ensure_host(&mut self, s: u32) {
-        let o = self.offload.as_ref().expect("an offload rank");
+        let o = self.connector.offload().expect("an offload rank");
         if o.has_request(s) {
             return;
         }
@@ -103,22 +103,18 @@ impl VllmCore {
         p
     }
 
-    /// The next request to try: the first awake connector waiter (with G3, one holding device
-    /// blocks first), else the ordinary queue's head.
-    fn next_candidate(&self) -> Option<(u32, bool)> {
-        let o = self.offload.as_ref().expect("an offload rank");
+    /// The first awake deferred request (with G3, one holding device blocks first).
+    pub(super) fn deferred_candidate(&self) -> Option<u32> {
+        let o = self.connector.offload().expect("an offload rank");
         let awake = |&&c: &&u32| !o.requests[c as usize].as_ref().expect("a connector waiter").asleep;
         let holding = |&&c: &&u32| o.requests[c as usize].as_ref().is_some_and(|r| r.load.is_some());
         let first = if o.g3.is_some() { o.connector.iter().filter(awake).find(holding) } else { None };
-        if let Some(&c) = first.or_else(|| o.connector.iter().find(awake)) {
-            return Some((c, true));
-        }
-        self.waiting.front().map(|&s| (s, false))
+        first.or_else(|| o.connector.iter().find(awake)).copied()
     }
 
     /// `s` waits for a transfer: it moves to the connector queue (keeping its place there if it
     /// is in it already) and sleeps.
-    fn sleep(&mut self, s: u32, in_connector: bool) {
+    pub(super) fn sleep(&mut self, s: u32, in_connector: bool) {
         if !in_connector {
             let k = self.waiting.iter().position(|&w| w == s).expect("a waiting request");
             self.waiting.remove(k);
@@ -129,23 +125,19 @@ impl VllmCore {
         r.asleep = true;
     }
 
-    fn dequeue(&mut self, s: u32, in_connector: bool) {
-        if in_connector {
-            let o = self.offload();
-            let k = o.connector.iter().position(|&c| c == s).expect("a connector waiter");
-            o.connector.remove(k);
-            let r = o.request(s);
-            (r.in_connector, r.asleep) = (false, false);
-        } else {
-            let k = self.waiting.iter().position(|&w| w == s).expect("a waiting request");
-            self.waiting.remove(k);
-        }
+    /// A deferred request leaves the connector's queue (admitted or ended).
+    pub(super) fn leave_deferred(&mut self, s: u32) {
+        let o = self.offload();
+        let k = o.connector.iter().position(|&c| c == s).expect("a connector waiter");
+        o.connector.remove(k);
+        let r = o.request(s);
+        (r.in_connector, r.asleep) = (false, false);
     }
 
     /// Device blocks a new host hit must leave free: what running chunked prefills still need
     /// and what loads in flight will need beyond their loaded prefix.
     fn onboarding_headroom(&self) -> u32 {
-        let o = self.offload.as_ref().expect("an offload rank");
+        let o = self.connector.offload().expect("an offload rank");
         let prefills: u32 = self
             .running
             .iter()
@@ -157,115 +149,48 @@ impl VllmCore {
         prefills + loads
     }
 
-    /// FIFO admission with the connector (see the module's rules).
-    pub(super) fn admit_with_offload(&mut self, budget: &mut u64) {
-        let mut retry = Vec::new();
-        let mut unused = false;
+    /// The offload connector's answer for candidate `s` (see the module's rules): a landed
+    /// load's frozen prefix, else its G1 prefix, extended by a host hit if there is one.
+    pub(super) fn offload_match(&mut self, s: u32) -> Matched {
         let bs = self.cfg.block_size;
-        while self.running.len() < self.cfg.max_num_seqs && *budget > 0 {
-            let Some((s, in_connector)) = self.next_candidate() else { break };
-            let (len, prompt_len, admissions, done) = {
-                let q = self.seq(s);
-                (q.len(), q.prompt_len(), q.admissions, q.generation_done())
-            };
-            if let Some(limit) = self.cfg.max_model_len
-                && prompt_len >= limit
-            {
-                self.dequeue(s, in_connector);
-                self.finish(s, Outcome::Rejected(format!("prompt of {prompt_len} tokens reaches max_model_len {limit}")));
-                continue;
-            }
-            self.ensure_host(s);
-            let g1 = self.g1_prefix(s);
-            let activated = match &self.offload().request(s).load {
-                Some(Load::Activated { loaded_prefix, .. }) => Some(*loaded_prefix),
-                _ => None,
-            };
-            let mut host_hit = None;
-            if activated.is_none() {
-                match self.offload().lookup(s, g1.slots.len() as u32) {
-                    HostLookup::Miss => {}
-                    HostLookup::Hit(keys) => host_hit = Some(keys),
-                    HostLookup::Deferred => {
-                        self.sleep(s, in_connector);
-                        continue;
-                    }
-                }
-            }
-            if admissions == 0 && self.blocks_for(len) > self.cfg.num_blocks {
-                let blocks = self.blocks_for(len);
-                self.dequeue(s, in_connector);
-                self.finish(s, Outcome::Rejected(format!("needs {blocks} KV blocks; the pool has {}", self.cfg.num_blocks)));
-                continue;
-            }
-            // The cost: a landed load's prefix is frozen; else the G1 prefix. Then the last
-            // block is recomputed if the request still needs logits.
-            let (cost, cost_active) = activated.map_or((g1.slots.len() as u32, g1.active), |p| (p, p));
-            let cap = if done { u32::MAX } else { (len - 1) / bs };
-            let cached = cost.min(cap);
-            let active = cost_active.min(cached);
-            let reserved = activated.unwrap_or(0);
-            let needed = self.blocks_for(len).saturating_sub(active.max(reserved));
-            let mut available = self.available_blocks();
-            if host_hit.is_some() {
-                available = available.saturating_sub(self.onboarding_headroom());
-            }
-            if needed > available {
-                break;
-            }
-            if let Some(keys) = host_hit {
-                match self.start_load(s, keys, &g1) {
-                    StartLoad::Queued | StartLoad::Deferred => {
-                        self.sleep(s, in_connector);
-                        continue;
-                    }
-                    StartLoad::Retry => {
-                        self.sleep(s, in_connector);
-                        retry.push(s);
-                        continue;
-                    }
-                    StartLoad::CapacityBlocked => break,
-                }
-            }
-            let slots = match activated {
-                Some(p) => self.seq(s).blocks[..p as usize].to_vec(),
-                None => g1.slots[..cached as usize].to_vec(),
-            };
-            let hit = super::PrefixHit { cached_tokens: cached * bs, active_blocks: active, slots };
-            let before = *budget;
-            let scheduled = self.schedule(s, Some(&hit), budget, &mut unused);
-            self.spare_slots = hit.slots;
-            if !matches!(scheduled, super::Scheduled::Yes) {
-                if self.encoder.is_some() {
-                    self.forget_images(s);
-                }
-                break;
-            }
-            self.dequeue(s, in_connector);
-            self.running.push(s);
-            let reused = cached * bs;
-            let host_reused = self.attribute(s, reused);
-            let seq = self.seq_mut(s);
-            seq.admissions += 1;
-            let admission =
-                Admission { id: seq.id, reused_tokens: reused, readmission: seq.admissions > 1, host_reused_tokens: host_reused };
-            self.out.metrics.cache_hit_tokens += reused as u64;
-            self.out.metrics.cache_query_tokens += len as u64;
-            self.out.admissions.push(admission);
-            if before == *budget && *budget == 0 {
-                break;
+        self.ensure_host(s);
+        let g1 = self.g1_prefix(s);
+        let activated = match &self.offload().request(s).load {
+            Some(Load::Activated { loaded_prefix, .. }) => Some(*loaded_prefix),
+            _ => None,
+        };
+        let mut host_hit = None;
+        if activated.is_none() {
+            match self.offload().lookup(s, g1.slots.len() as u32) {
+                HostLookup::Miss => {}
+                HostLookup::Hit(keys) => host_hit = Some(keys),
+                HostLookup::Deferred => return Matched::Defer,
             }
         }
-        for s in retry.into_iter().rev() {
-            if let Some(r) = self.offload().requests.get_mut(s as usize).and_then(Option::as_mut) {
-                r.asleep = false;
-            }
-        }
+        let (len, done) = {
+            let q = self.seq(s);
+            (q.len(), q.generation_done())
+        };
+        // The cost: a landed load's prefix is frozen; else the G1 prefix. Then the last
+        // block is recomputed if the request still needs logits.
+        let (cost, cost_active) = activated.map_or((g1.slots.len() as u32, g1.active), |p| (p, p));
+        let cap = if done { u32::MAX } else { (len - 1) / bs };
+        let cached = cost.min(cap);
+        let active = cost_active.min(cached);
+        let reserved = activated.unwrap_or(0);
+        let slots = match activated {
+            Some(p) => self.seq(s).blocks[..p as usize].to_vec(),
+            None => g1.slots[..cached as usize].to_vec(),
+        };
+        // A host hit keeps the headroom of running chunked prefills and loads in flight free.
+        let headroom = if host_hit.is_some() { self.onboarding_headroom() } else { 0 };
+        let hit = super::PrefixHit { cached_tokens: cached * bs, active_blocks: active.max(reserved), slots };
+        Matched::Admit(Match { hit, headroom, load: host_hit.map(|keys| (keys, g1.slots)) })
     }
 
     /// The admission of `s` reusing `reused` tokens: its store cursor moves past a loaded
     /// prefix, and its first admission's host tokens are returned (G1 tokens count first).
-    fn attribute(&mut self, s: u32, reused: u32) -> Option<u32> {
+    pub(super) fn attribute(&mut self, s: u32, reused: u32) -> Option<u32> {
         let bs = self.cfg.block_size;
         let r = self.offload().request(s);
         r.restore.reset();
@@ -284,22 +209,22 @@ impl VllmCore {
 
     /// Reserves `s`'s destination (its G1 prefix and a fresh block per host block) and queues
     /// the load.
-    fn start_load(&mut self, s: u32, keys: Vec<Key>, g1: &G1Prefix) -> StartLoad {
+    pub(super) fn start_load(&mut self, s: u32, keys: Vec<Key>, g1: &[SlotId]) -> StartLoad {
         if self.offload().any_loading(&keys) {
             return StartLoad::Deferred;
         }
         let n = keys.len() as u32;
-        let base = g1.slots.len() as u32;
+        let base = g1.len() as u32;
         let free = self.pool.free();
         let seq = self.seqs[s as usize].as_mut().expect("live sequence");
         debug_assert!(seq.blocks.is_empty());
-        if !self.pool.reserve(&g1.slots, n, &mut seq.blocks) {
+        if !self.pool.reserve(g1, n, &mut seq.blocks) {
             return StartLoad::CapacityBlocked;
         }
         let readers = self.pool.native_mut().claim_fresh(&seq.blocks[base as usize..], free.min(n) as usize);
         let (owner, len) = (seq.id, seq.len());
         let footprint = self.blocks_for(len);
-        let o = self.offload.as_mut().expect("an offload rank");
+        let o = self.connector.offload_mut().expect("an offload rank");
         let now = o.now;
         // A shared pool holds the blocks its stores read: no fresh block has a reader then.
         let not_before = if o.is_shared() { now } else { o.stores_end(&readers, now) };
@@ -341,7 +266,7 @@ impl VllmCore {
             let q = self.seq(s);
             (q.num_computed, q.prompt_len())
         };
-        let o = self.offload.as_mut().expect("an offload rank");
+        let o = self.connector.offload_mut().expect("an offload rank");
         let now = o.now;
         let client = o.client();
         let r = o.requests[s as usize].as_mut().expect("a request's offload state");
@@ -405,7 +330,7 @@ impl VllmCore {
 
     /// The rank's pass (or its worker's, for an idle rank) ended at `end`.
     pub(super) fn offload_boundary(&mut self, end: f64, events: &mut Vec<KvEvent>) {
-        let o = self.offload.as_mut().expect("an offload rank");
+        let o = self.connector.offload_mut().expect("an offload rank");
         let p = o.boundary(self.pool.native_mut(), end);
         self.apply_progress(p);
         self.pool.events().drain_into(events);
@@ -413,7 +338,7 @@ impl VllmCore {
 
     /// Idle: the transfers due by `now` land.
     pub(super) fn offload_settle(&mut self, now: f64, events: &mut Vec<KvEvent>) {
-        let o = self.offload.as_mut().expect("an offload rank");
+        let o = self.connector.offload_mut().expect("an offload rank");
         let p = o.advance(self.pool.native_mut(), now);
         self.apply_progress(p);
         self.pool.events().drain_into(events);
@@ -421,7 +346,7 @@ impl VllmCore {
 
     /// Any connector waiter awake.
     pub(super) fn connector_ready(&self) -> bool {
-        let o = self.offload.as_ref().expect("an offload rank");
+        let o = self.connector.offload().expect("an offload rank");
         o.connector.iter().any(|&c| o.requests[c as usize].as_ref().is_some_and(|r| !r.asleep))
     }
 }

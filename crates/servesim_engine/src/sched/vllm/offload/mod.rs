@@ -1,5 +1,6 @@
 //! The vLLM scheduler's offload connector: one rank's view of the host tier (and G3), and
-//! each request's offload state. The admission loop that uses it is `onboarding.rs`.
+//! each request's offload state. The admission loop asks it through `connector.rs`; its
+//! answers are in `onboarding.rs`.
 //!
 //! Rules (the reference's, from its source and measured):
 //!
@@ -123,6 +124,13 @@ pub struct Offload {
     pub requests: Vec<Option<HostRequest>>,
     /// Requests the connector deferred, first come first served.
     pub connector: VecDeque<u32>,
+    /// Deferred requests whose load must be retried at the pass end (the host blocks
+    /// vanished): they wake once the admission loop is done.
+    pub retry: Vec<u32>,
+    /// With G3: the tiers' epoch when the pass began, and whether the pass just stepped should
+    /// be stepped again at once (see `TransferClock::retry_at_once`).
+    pub g3_epoch_before: Option<u64>,
+    pub retry_at_once: bool,
 }
 
 impl Offload {
@@ -158,6 +166,9 @@ impl Offload {
             now: 0.0,
             requests: Vec::new(),
             connector: VecDeque::new(),
+            retry: Vec::new(),
+            g3_epoch_before: None,
+            retry_at_once: false,
         })
     }
 

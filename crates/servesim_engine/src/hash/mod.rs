@@ -1,7 +1,9 @@
 //! Block identity: the same XXH3-64 (seed 1337) hashes Dynamo's router uses, so the KV events
 //! servesim emits can feed a real router indexer.
 
-use xxhash_rust::xxh3::xxh3_64_with_seed;
+mod xxh3;
+
+pub use xxh3::xxh3_64;
 
 /// Seed of every block and sequence hash (Dynamo's `XXH3_SEED`).
 pub const HASH_SEED: u64 = 1337;
@@ -11,13 +13,13 @@ pub const HASH_SEED: u64 = 1337;
 pub fn block_hash(tokens: &[u32], scratch: &mut Vec<u8>) -> u64 {
     if cfg!(target_endian = "little") {
         // The in-memory bytes already are the little-endian serialisation.
-        return xxh3_64_with_seed(bytemuck::cast_slice(tokens), HASH_SEED);
+        return xxh3_64(bytemuck::cast_slice(tokens), HASH_SEED);
     }
     scratch.clear();
     for t in tokens {
         scratch.extend_from_slice(&t.to_le_bytes());
     }
-    xxh3_64_with_seed(scratch, HASH_SEED)
+    xxh3_64(scratch, HASH_SEED)
 }
 
 /// Chains a block's local hash onto its parent's sequence hash: the first block's sequence
@@ -25,12 +27,8 @@ pub fn block_hash(tokens: &[u32], scratch: &mut Vec<u8>) -> u64 {
 pub fn sequence_hash(parent: Option<u64>, local: u64) -> u64 {
     match parent {
         None => local,
-        Some(p) => {
-            let mut buf = [0u8; 16];
-            buf[..8].copy_from_slice(&p.to_le_bytes());
-            buf[8..].copy_from_slice(&local.to_le_bytes());
-            xxh3_64_with_seed(&buf, HASH_SEED)
-        }
+        // The 16 bytes LE(parent) ‖ LE(local), hashed without building them.
+        Some(p) => xxh3::xxh3_64_two_words(p, local, HASH_SEED),
     }
 }
 
@@ -45,6 +43,7 @@ pub fn mix64(mut x: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xxhash_rust::xxh3::xxh3_64_with_seed;
 
     #[test]
     fn chain_starts_with_the_local_hash() {

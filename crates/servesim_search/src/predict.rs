@@ -11,8 +11,7 @@
 //! - [`CandidateRun`]: one candidate's scenario run in slices, stopped early once it cannot
 //!   meet its objective (the CLI's rule).
 
-use crate::columns::Uploads;
-use crate::{js_err, read_file};
+use crate::{Uploads, js_err, read_file};
 use js_sys::Object;
 use serde_json::{Value, json};
 use servesim_sim::predict::{self, Outcome, Search, search};
