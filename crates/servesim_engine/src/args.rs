@@ -422,8 +422,13 @@ impl LaunchConfig {
     /// GPUs one worker occupies: tensor-parallel size × data-parallel ranks (as the
     /// reference counts them for `gpu_hours`).
     pub fn gpus_per_worker(&self) -> u32 {
+        // Attention-DP ranks one engine aggregates (its timing model's) span GPUs of their own.
+        let ranks = match &self.engine.timing_model {
+            TimingModel::Roofline(r) => r.attention_dp,
+            t => t.ais().map_or(1, |a| a.attention_dp),
+        };
         let tp = match (&self.tensor_parallel_size, &self.engine.timing_model) {
-            (Some(tp), _) => *tp,
+            (Some(tp), _) => *tp * ranks,
             (None, TimingModel::Roofline(r)) => r.tp * r.attention_dp,
             (None, t) => t.ais().map_or(1, |a| a.gpus()),
         };

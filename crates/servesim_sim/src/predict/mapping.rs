@@ -84,13 +84,13 @@ pub fn scenario_json(doc: &Node, src: &str, files: &mut dyn Files) -> Result<Unv
         s["cluster"] = json!({
             "num_prefill_workers": p.replicas, "num_decode_workers": d.replicas,
             "prefill_engine": p.engine, "decode_engine": d.engine,
-            "prefill_dp_size": p.dp, "decode_dp_size": d.dp,
+            "prefill_dp_size": p.rank_dp, "decode_dp_size": d.rank_dp,
             "prefill_tensor_parallel_size": p.tp * p.pp, "decode_tensor_parallel_size": d.tp * d.pp,
             "prefill_startup_time": p.startup, "decode_startup_time": d.startup,
         });
     } else {
         s["engine"] = agg.engine.clone();
-        s["dp_size"] = agg.dp.into();
+        s["dp_size"] = agg.rank_dp.into();
         s["tensor_parallel_size"] = (agg.tp * agg.pp).into();
         s["startup_time"] = agg.startup.into();
         s["cluster"] = json!({"num_workers": agg.replicas});
@@ -125,7 +125,13 @@ struct Role {
     replicas: u32,
     tp: u32,
     pp: u32,
+    /// Attention data-parallel ranks (GPUs: replicas × tp × pp × dp).
     dp: u32,
+    /// The engine's `dp_size`: separate schedulers for a dense model's ranks; 1 for a mixture
+    /// of experts, whose ranks one engine aggregates (its timing prices ceil(batch / dp)).
+    rank_dp: u32,
+    /// The role is timed by the roofline (a model the measured kernels do not time yet).
+    roofline: bool,
     startup: f64,
     engine: Value,
     block_size: u32,
@@ -164,9 +170,7 @@ impl Model {
     /// `llama-3.1-70b`).
     fn preset(&self) -> Option<&'static str> {
         let lower = self.name.to_ascii_lowercase().replace("meta-llama-", "llama-");
-        ["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "qwen3-32b", "qwen3-30b-a3b", "mixtral-8x7b", "qwen2.5-vl-7b"]
-            .into_iter()
-            .find(|p| lower.contains(p))
+        servesim_engine::perf::roofline::MODEL_PRESETS.iter().copied().find(|p| lower.contains(p))
     }
 }
 
@@ -244,6 +248,35 @@ fn engine(e: &mut Obj, files: &mut dyn Files, derived: &mut Map<String, Value>) 
     // measured timing, AIConfigurator's (as the reference sizes it from the same estimator
     // identity); else servesim's own from the model's shape and the GPU.
     for r in &mut roles {
+        if r.num_gpu_blocks.is_none() && r.roofline {
+            // The roofline timing sizes its pool itself (weights per attention-DP rank, experts
+            // over all GPUs, MLA's latent on every tensor-parallel GPU).
+            let mut fields = r.engine["timing_model"].clone();
+            if let Some(o) = fields.as_object_mut() {
+                o.remove("type");
+            }
+            let args: RooflineArgs =
+                serde_json::from_value(fields).map_err(|e| SimError::new(format!("engine.workers.{}.timing: {e}", r.name)))?;
+            let roofline = Roofline::new(&args).map_err(|e| SimError::new(format!("engine.workers.{}.timing: {e}", r.name)))?;
+            let blocks = roofline.num_gpu_blocks(r.block_size);
+            if blocks == 0 {
+                return Err(error_at(
+                    e.src(),
+                    0,
+                    &format!("engine.workers.{}.parallelism", r.name),
+                    format!("the model's weights leave no room for a KV cache on {} × {hardware}", roofline.gpus()),
+                ));
+            }
+            r.num_gpu_blocks = Some(blocks as u64);
+            r.engine["num_gpu_blocks"] = blocks.into();
+            derived.insert(format!("{}.num_gpu_blocks", r.name), blocks.into());
+        }
+        if r.roofline {
+            derived.insert(
+                format!("{}.timing", r.name),
+                "roofline: the measured-kernel model does not time this MoE/MLA architecture yet (docs/accuracy.md)".into(),
+            );
+        }
         if r.num_gpu_blocks.is_none() && r.measured {
             let fraction = r.engine["__memory_fraction"].as_f64().unwrap_or(0.9);
             let path = format!("engine.workers.{}.kv_cache.capacity", r.name);
@@ -423,11 +456,21 @@ fn role(
     let mut size = |k: &'static str| -> Result<u32, SimError> { Ok(par.positive_int(k)?.unwrap_or(1).min(u32::MAX as u64) as u32) };
     let (replicas, tp, pp, dp, moe_tp, moe_ep) =
         (size("replicas")?, size("tensor")?, size("pipeline")?, size("attention_data")?, size("moe_tensor")?, size("moe_expert")?);
-    for (k, v) in [("moe_tensor", moe_tp), ("moe_expert", moe_ep)] {
-        if v != 1 {
-            return Err(par.refuse(k, format!("{v}: MoE parallelism is not modelled yet (use 1)")));
-        }
+    // The reference's constraint: the experts run on the attention GPUs (1 × 1: unset).
+    if (moe_tp, moe_ep) != (1, 1) && moe_tp * moe_ep != tp * dp {
+        return Err(par.fail(
+            if moe_ep != 1 { "moe_expert" } else { "moe_tensor" },
+            format!("moe_tensor × moe_expert ({moe_tp} × {moe_ep}) must equal tensor × attention_data ({tp} × {dp})"),
+        ));
     }
+    let spec = model.spec();
+    let moe = spec.as_ref().is_some_and(|s| s.num_experts > 0);
+    if !moe && (moe_tp, moe_ep) != (1, 1) {
+        return Err(par.fail("moe_expert", "the model has no experts to spread"));
+    }
+    // A MoE's attention-DP ranks share every pass (the experts' all-to-all): one engine
+    // aggregates them, as the reference does; a dense model's ranks are separate schedulers.
+    let rank_dp = if moe { 1 } else { dp };
     par.finish()?;
 
     let mut sched = w.obj("scheduler")?;
@@ -499,6 +542,10 @@ fn role(
             quant.insert(k.into(), q.into());
         }
     }
+    // The measured kernels time dense decoders; a MoE/MLA architecture they do not time yet
+    // is timed by the roofline from the same config.json (said in `derived`).
+    let ais_times = model.config.as_ref().map_or_else(|| !moe, |c| servesim_engine::perf::ais::model::ModelShape::from_config(c).is_ok());
+    let roofline_timed = timing_type == "default" && !ais_times;
     // The measured-kernel (AIS) timing on AIConfigurator's data for this system, framework
     // and version: the role's timing by default, and the KV router's prefill-load estimate
     // (`router.prefill_load_model.type: ais`) whatever the role's timing.
@@ -515,6 +562,34 @@ fn role(
     }
     ais.as_object_mut().expect("an object").extend(quant.clone());
     let timing = match timing_type {
+        _ if roofline_timed => {
+            let mut spec = spec.clone().ok_or_else(|| t.fail_here(format!("servesim knows no shape for `{}`", model.name)))?;
+            let gpu = gpu_of(hardware).ok_or_else(|| {
+                t.fail_here(format!("the roofline has no figures for hardware `{hardware}` (it knows a100, l40s, h100, h200, b200)"))
+            })?;
+            let dtype = |q: &str| match q {
+                "bfloat16" | "float16" => Some("bfloat16"),
+                "fp8" | "fp8_block" | "fp8_static" | "fp8_ootb" | "int8_wo" | "sq" => Some("fp8"),
+                "nvfp4" | "w4a16_nvfp4" | "nvfp4_wo" | "mxfp4" | "w4a8_mxfp4_mxfp8" | "int4_wo" => Some("nvfp4"),
+                _ => None,
+            };
+            let mode = |k: &str| {
+                quant
+                    .get(k)
+                    .and_then(Value::as_str)
+                    .map(|q| dtype(q).ok_or_else(|| t.fail(k, format!("`{q}` is not a mode the roofline reads"))))
+                    .transpose()
+            };
+            if let Some(d) = mode("gemm_quant_mode")? {
+                spec.dtype = d.into();
+            }
+            if let Some(d) = mode("moe_quant_mode")? {
+                spec.expert_dtype = Some(d.into());
+            }
+            let kv = mode("kvcache_quant_mode")?.map_or("auto", |d| if d == "bfloat16" { "bfloat16" } else { "fp8" });
+            json!({"type": "roofline", "model": spec, "gpu": gpu, "tp": tp, "attention_dp": dp,
+                   "kv_cache_dtype": kv, "gpu_memory_utilization": fraction.unwrap_or(if backend == "sglang" { 0.88 } else { 0.9 })})
+        }
         "fixed" => {
             let (Some(p), Some(d)) = (prefill_ms, decode_ms) else {
                 return Err(t.fail_here("fixed timing requires prefill_ms and decode_ms"));
@@ -557,7 +632,7 @@ fn role(
             }
         }
     };
-    if pp > 1 && timing_type != "default" {
+    if pp > 1 && (timing_type != "default" || roofline_timed) {
         return Err(error_at(
             w.src(),
             0,
@@ -579,7 +654,10 @@ fn role(
     if let Some(b) = num_gpu_blocks {
         engine["num_gpu_blocks"] = b.into();
     }
-    if let Some(l) = max_model_len {
+    // SGLang's engine has no max_model_len (the reference refuses it there).
+    if let Some(l) = max_model_len
+        && backend != "sglang"
+    {
         engine["max_model_len"] = l.into();
     }
     if let Some(c) = chunked
@@ -600,8 +678,8 @@ fn role(
         o.remove("type");
         o.insert("worker_type".into(), if name == "aggregated" { "aggregated" } else { name }.into());
     }
-    let measured = timing_type == "default";
-    Ok(Role { name, replicas, tp, pp, dp, startup, engine, block_size, num_gpu_blocks, ais_perf_config, measured })
+    let measured = timing_type == "default" && !roofline_timed;
+    Ok(Role { name, replicas, tp, pp, dp, rank_dp, roofline: roofline_timed, startup, engine, block_size, num_gpu_blocks, ais_perf_config, measured })
 }
 
 struct Traffic {
@@ -820,7 +898,7 @@ fn traffic(
         None => None,
         Some(f) => {
             let r = engine.roles.last().expect("a role");
-            let capacity = r.num_gpu_blocks.unwrap_or(0) * r.block_size as u64 * r.dp.max(1) as u64 * r.replicas.max(1) as u64;
+            let capacity = r.num_gpu_blocks.unwrap_or(0) * r.block_size as u64 * r.rank_dp.max(1) as u64 * r.replicas.max(1) as u64;
             let expected = isl + osl / 2;
             if capacity < expected {
                 return Err(error_at(

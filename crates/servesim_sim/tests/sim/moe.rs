@@ -58,3 +58,34 @@ fn roofline_sizes_deepseek_r1_from_its_config() {
     assert_eq!(launch.engine.num_gpu_blocks, Some(100_150), "801 k tokens per rank, 8 ranks");
     assert_eq!(launch.engine.kv_bytes_per_token, Some(35_136));
 }
+
+/// The accuracy set's predict files (tests/accuracy/) map as the issue describes them: the
+/// model a directory with its config.json, AIConfigurator's precision names under timing,
+/// MoE parallelism with the reference's constraint; a MoE's attention-DP ranks one engine.
+#[test]
+fn deepseek_r1_predict_files_map_their_parallelism_and_precision() {
+    use servesim_sim::predict::{self, PathFiles};
+    let path = repo("tests/accuracy/dsr1-h200-sglang-fp8-dep8-1k1k-c256.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut files = PathFiles::beside(&path);
+    let m = predict::predict(&text, "dep8.yaml", &[], &mut files).unwrap();
+    assert_eq!(m.gpus, 8);
+    let s = &m.scenario_json;
+    assert_eq!(s["dp_size"], 1, "one engine aggregates the 8 attention-DP ranks");
+    let tm = &s["engine"]["timing_model"];
+    assert_eq!((tm["type"].as_str(), tm["tp"].as_u64(), tm["attention_dp"].as_u64()), (Some("roofline"), Some(1), Some(8)));
+    assert_eq!((tm["model"]["dtype"].as_str(), tm["kv_cache_dtype"].as_str()), (Some("fp8"), Some("bfloat16")));
+    assert_eq!(tm["model"]["kv_lora_rank"], 512);
+    // (8 × 141 GB × 0.88 − 789.99 GB) / (61 × 576 × 2 bytes): the engine's KV pool, in 1-token pages.
+    assert_eq!(m.derived["aggregated.num_gpu_blocks"], 2_883_789);
+    assert!(m.derived["aggregated.timing"].as_str().unwrap().starts_with("roofline"));
+
+    // The constraint, named by field.
+    let bad = text.replace("moe_expert: 8", "moe_expert: 4");
+    let e = predict::predict(&bad, "bad.yaml", &[], &mut files).unwrap_err().to_string();
+    assert!(e.contains("moe_expert") && e.contains("must equal tensor × attention_data (1 × 8)"), "{e}");
+    // A dense model has no experts to spread.
+    let dense = text.replace("../models/deepseek-r1-0528", "../models/llama-3.1-8b");
+    let e = predict::predict(&dense, "dense.yaml", &[], &mut files).unwrap_err().to_string();
+    assert!(e.contains("no experts"), "{e}");
+}

@@ -328,7 +328,7 @@ fn errors_name_the_file_the_line_and_the_field() {
     );
     assert_eq!(
         err(&text.replace("moe_expert: 1", "moe_expert: 8"), &[]),
-        "f.yaml:16: engine.workers.aggregated.parallelism.moe_expert: not simulated by servesim: 8: MoE parallelism is not modelled yet (use 1)"
+        "f.yaml:16: engine.workers.aggregated.parallelism.moe_expert: moe_tensor × moe_expert (1 × 8) must equal tensor × attention_data (1 × 1)"
     );
     assert!(err(&text, &["traffic.load.concurency=3"]).starts_with("f.yaml: traffic.load.concurency: unknown field"));
     assert!(err(&text, &["engine.workers.aggregated.parallelism.replicas={choices: [1, 2]}"]).contains("expected an integer"));
