@@ -679,7 +679,21 @@ fn role(
         o.insert("worker_type".into(), if name == "aggregated" { "aggregated" } else { name }.into());
     }
     let measured = timing_type == "default" && !roofline_timed;
-    Ok(Role { name, replicas, tp, pp, dp, rank_dp, roofline: roofline_timed, startup, engine, block_size, num_gpu_blocks, ais_perf_config, measured })
+    Ok(Role {
+        name,
+        replicas,
+        tp,
+        pp,
+        dp,
+        rank_dp,
+        roofline: roofline_timed,
+        startup,
+        engine,
+        block_size,
+        num_gpu_blocks,
+        ais_perf_config,
+        measured,
+    })
 }
 
 struct Traffic {
