@@ -94,28 +94,7 @@ fn every_shipped_predict_file_runs_as_the_reference_does_or_is_refused_by_field(
         if !known {
             // Each request's first-token and end times, as a multiset (rows of one instant
             // may come in either order).
-            let mut ours: Vec<(i64, i64)> = report
-                .collector
-                .records
-                .iter()
-                .filter_map(|r| Some(((r.first_token_ms? * 1e4).round() as i64, (r.end_ms? * 1e4).round() as i64)))
-                .collect();
-            let first = report.collector.records.iter().map(|r| r.arrival_ms).fold(f64::INFINITY, f64::min);
-            let shift = (first * 1e4).round() as i64;
-            ours.iter_mut().for_each(|r| *r = (r.0 - shift, r.1 - shift));
-            let mut ref_rows: Vec<(i64, i64)> = theirs["rows"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|r| !r[1].is_null())
-                .map(|r| ((r[1].as_f64().unwrap() * 1e4).round() as i64, (r[2].as_f64().unwrap() * 1e4).round() as i64))
-                .collect();
-            ours.sort();
-            ref_rows.sort();
-            assert_eq!(ours.len(), ref_rows.len(), "{name}");
-            for (a, b) in ours.iter().zip(&ref_rows) {
-                assert!((a.0 - b.0).abs() <= 100 && (a.1 - b.1).abs() <= 100, "{name}: {a:?} vs the reference's {b:?} (1e-4 ms)");
-            }
+            assert_rows_match(&name, &report, theirs);
         }
         ran += 1;
     }
@@ -146,32 +125,37 @@ fn the_variants_run_as_the_reference_does() {
         if !theirs.is_object() {
             continue;
         }
-        let mut ours: Vec<(i64, i64)> = report
-            .collector
-            .records
-            .iter()
-            .filter_map(|r| Some(((r.first_token_ms? * 1e4).round() as i64, (r.end_ms? * 1e4).round() as i64)))
-            .collect();
-        // Times from the first arrival, as the shipped files' comparison.
-        let first = report.collector.records.iter().map(|r| r.arrival_ms).fold(f64::INFINITY, f64::min);
-        let shift = (first * 1e4).round() as i64;
-        ours.iter_mut().for_each(|r| *r = (r.0 - shift, r.1 - shift));
-        let mut ref_rows: Vec<(i64, i64)> = theirs["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|r| !r[1].is_null())
-            .map(|r| ((r[1].as_f64().unwrap() * 1e4).round() as i64, (r[2].as_f64().unwrap() * 1e4).round() as i64))
-            .collect();
-        ours.sort();
-        ref_rows.sort();
-        assert_eq!(ours.len(), ref_rows.len(), "{name}");
-        for (a, b) in ours.iter().zip(&ref_rows) {
-            assert!((a.0 - b.0).abs() <= 100 && (a.1 - b.1).abs() <= 100, "{name}: {a:?} vs the reference's {b:?} (1e-4 ms)");
-        }
+        assert_rows_match(&name, &report, theirs);
         checked += 1;
     }
     println!("variants checked against the reference: {checked}");
+}
+
+/// Each request's first-token and end times against the reference's stored rows, as a
+/// multiset (rows of one instant may come in either order), from the first arrival, within
+/// 1e-2 ms.
+fn assert_rows_match(name: &str, report: &servesim_sim::RunReport, theirs: &Value) {
+    let first = report.collector.records.iter().map(|r| r.arrival_ms).fold(f64::INFINITY, f64::min);
+    let shift = (first * 1e4).round() as i64;
+    let mut ours: Vec<(i64, i64)> = report
+        .collector
+        .records
+        .iter()
+        .filter_map(|r| Some(((r.first_token_ms? * 1e4).round() as i64 - shift, (r.end_ms? * 1e4).round() as i64 - shift)))
+        .collect();
+    let mut ref_rows: Vec<(i64, i64)> = theirs["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r[1].is_null())
+        .map(|r| ((r[1].as_f64().unwrap() * 1e4).round() as i64, (r[2].as_f64().unwrap() * 1e4).round() as i64))
+        .collect();
+    ours.sort();
+    ref_rows.sort();
+    assert_eq!(ours.len(), ref_rows.len(), "{name}");
+    for (a, b) in ours.iter().zip(&ref_rows) {
+        assert!((a.0 - b.0).abs() <= 100 && (a.1 - b.1).abs() <= 100, "{name}: {a:?} vs the reference's {b:?} (1e-4 ms)");
+    }
 }
 
 /// Runs a recommend file's search to its end on one thread, as the CLI does.
