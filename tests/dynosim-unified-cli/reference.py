@@ -31,7 +31,12 @@ except ImportError:
         sys.path.append(os.path.join(ORACLE, "shim"))
 from dynamo.replay import run_trace_replay
 from dynamo.replay.api import run_synthetic_trace_replay
-from dynamo.llm import KvRouterConfig
+try:
+    from dynamo.llm import KvRouterConfig, AisPerfConfig
+except ImportError:
+    # The AIS oracle's venv has no pydantic (dynamo.llm's runtime half needs it); the two
+    # configuration types live in the compiled core either way.
+    from dynamo._core import KvRouterConfig, AisPerfConfig
 
 P = "components/src/dynamo/replay/tests/e2e/configs/unified_cli/predict/dynamo"
 # servesim's own variants of the shipped files (the measured prefill-load model deciding).
@@ -65,7 +70,6 @@ def kwargs_of(s, yaml_path):
         kw["router_config"] = KvRouterConfig.from_json(json.dumps(c["router_config"]))
     if "ais_perf_config" in c:
         # The router's measured prefill-load estimate: the reference takes the model as a path.
-        from dynamo.llm import AisPerfConfig
         a = dict(c["ais_perf_config"])
         if isinstance(a.get("model"), dict):
             a["model"] = model_path(yaml_path)
@@ -99,9 +103,10 @@ def ais_engine(e, yaml_path):
 
 
 def reference(s, yaml_path):
-    for k in ("prefill_engine", "decode_engine"):
+    for k, role in (("prefill_engine", "prefill"), ("decode_engine", "decode")):
         if k in s["cluster"]:
-            s["cluster"][k] = ais_engine(s["cluster"][k], yaml_path)
+            # The reference checks the AIS worker_type against the engine's role.
+            s["cluster"][k] = ais_engine({**s["cluster"][k], "worker_type": role}, yaml_path)
     s["engine"] = ais_engine(s["engine"], yaml_path)
     kw = kwargs_of(s, yaml_path)
     w = s["workload"]

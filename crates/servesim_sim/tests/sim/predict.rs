@@ -43,10 +43,6 @@ const REFUSED: &[(&str, &str)] = &[("08-synthetic-throughput-planner.yaml", "pla
 /// docs/predict.md): a planner difference of the harness, compared on its counts only.
 const KNOWN_DIFFERENT: &[&str] = &["06-synthetic-disagg-router-planner.yaml"];
 
-/// Files that run but whose reference figures are not stored yet (the AIS oracle they need
-/// was still being installed): they must run and complete.
-const PENDING_REFERENCE: &[&str] = &["07-synthetic-ais-router.yaml"];
-
 /// The completed requests the reference's own e2e test expects of the trace files.
 const EXPECTED_COMPLETED: &[(&str, u64)] = &[
     ("05-trace-standard-round-robin.yaml", 2),
@@ -77,11 +73,6 @@ fn every_shipped_predict_file_runs_as_the_reference_does_or_is_refused_by_field(
             assert_eq!(s["completed_requests"], json!(n), "{name}");
         }
         let theirs = &figures["files"][&name];
-        if PENDING_REFERENCE.contains(&name.as_str()) && !theirs.is_object() {
-            assert_eq!(s["completed_requests"], s["num_requests"], "{name}");
-            ran += 1;
-            continue;
-        }
         assert!(theirs.is_object(), "{name}: no reference figures (run reference.py --write)");
         let known = KNOWN_DIFFERENT.contains(&name.as_str());
         for (k, v) in theirs["summary"].as_object().unwrap() {
