@@ -15,7 +15,7 @@ use crate::cluster::fleet::{Role, WorkerState};
 use crate::planner::decide::Caps;
 use crate::planner::record::{Operation, Topology};
 use crate::planner::{PoolState, Targets};
-use servesim_engine::{ForwardPassMetrics, Scheduler};
+use servesim_engine::{ForwardPassMetrics, HandOff, Scheduler};
 
 impl Simulation {
     /// The planner sees the initial workers as active from t = 0.
@@ -87,9 +87,17 @@ impl Simulation {
         }
     }
 
+    /// A draining worker is done when no pass is in flight, no request is on it and its
+    /// hand-off connector holds nothing: a prefill worker keeps draining until the decode
+    /// side has every prompt it still holds (the reference's drain settles at that release).
     fn drained(&self, w: usize) -> bool {
         let worker = &self.fleet.workers[w];
-        worker.state == WorkerState::Draining && !worker.busy && worker.ranks.clone().all(|r| self.fleet.ranks[r].engine.in_flight() == 0)
+        worker.state == WorkerState::Draining
+            && !worker.busy
+            && worker.ranks.clone().all(|r| {
+                let engine = &self.fleet.ranks[r].engine;
+                engine.in_flight() == 0 && !engine.holds_for_handoff()
+            })
     }
 
     /// A tick at `t`, if one is due: the planner reads the pools and its targets are applied.
