@@ -77,10 +77,6 @@ impl Simulation {
     pub fn new(cfg: &SimConfig, mut workload: Workload) -> Result<Self, SimError> {
         cfg.validate()?;
         let offload = cfg.engines().iter().any(|e| e.native_host_offload.is_some());
-        if offload && cfg.scaling.is_some() {
-            // The tiers are sized for the pool's first workers; growing it is not modelled.
-            return Err(SimError::new("engine.native_host_offload: a planner or scripted scaling with native offload is not supported"));
-        }
         if offload {
             workload.intern_ids();
         }

@@ -227,12 +227,13 @@ impl Simulation {
         }
     }
 
-    /// Worker `w` goes; returns its id.
+    /// Worker `w` goes (with its worker-local offload tiers); returns its id.
     fn remove(&mut self, w: usize) -> u32 {
         let worker = &mut self.fleet.workers[w];
         worker.state = WorkerState::Removed;
         let (pool, id) = (worker.pool, worker.id);
         self.fleet.pools[pool].router.set_ready(id as usize, false);
+        self.fleet.pools[pool].tiers.remove_worker(id);
         if let Some(p) = &mut self.planner {
             p.fpm[pool_slot(self.fleet.pools[pool].role)].deactivate(id);
         }
