@@ -138,6 +138,9 @@ impl HandOff for Engine {
     fn idle_with_queue(&self) -> bool {
         dispatch!(self, c => c.idle_with_queue())
     }
+    fn holds_for_handoff(&self) -> bool {
+        dispatch!(self, c => c.holds_for_handoff())
+    }
     fn idle_pass(&mut self) {
         dispatch!(self, c => c.idle_pass())
     }

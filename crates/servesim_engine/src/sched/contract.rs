@@ -158,6 +158,11 @@ pub trait HandOff {
     /// destination reservation attempt.
     fn idle_with_queue(&self) -> bool;
 
+    /// It still holds KV for the other side: a prefill worker's finished prompts whose
+    /// transfer is not done, a decode worker's reservations whose KV is on its way. A
+    /// draining worker goes only once this is false (and nothing else is in flight).
+    fn holds_for_handoff(&self) -> bool;
+
     /// The rank ran a pass that could do nothing (see `idle_with_queue`): an SGLang
     /// scheduler's `new_token_ratio` falls to its floor; vLLM keeps no such state.
     fn idle_pass(&mut self) {}

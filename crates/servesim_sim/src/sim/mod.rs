@@ -29,6 +29,10 @@ use std::time::Duration;
 
 mod offload;
 
+/// Rounds of one timestamp after which the harness gives up on it (a guard: the reference
+/// aborts a replay whose internal work does not converge).
+const MAX_ROUNDS: u32 = 100_000;
+
 pub struct Simulation {
     workload: Workload,
     /// The measured-kernel models the engines run with (for the report's config).
@@ -61,6 +65,8 @@ pub struct Simulation {
     /// (time, worker), in time order.
     planner: Option<Planner>,
     starting: Vec<(f64, usize)>,
+    /// Each rank's offload-tier deadline in the event queue (`offload.rs`), if any.
+    deadlines: Vec<Option<f64>>,
     /// Where the event stream goes, when one is recorded.
     event_sink: Option<Box<dyn EventSink>>,
     /// Each rank's KV pool block by block as its `blocks` lines told it (recording only).
@@ -71,10 +77,6 @@ impl Simulation {
     pub fn new(cfg: &SimConfig, mut workload: Workload) -> Result<Self, SimError> {
         cfg.validate()?;
         let offload = cfg.engines().iter().any(|e| e.native_host_offload.is_some());
-        if offload && cfg.scaling.is_some() {
-            // The tiers are sized for the pool's first workers; growing it is not modelled.
-            return Err(SimError::new("engine.native_host_offload: a planner or scripted scaling with native offload is not supported"));
-        }
         if offload {
             workload.intern_ids();
         }
@@ -108,6 +110,7 @@ impl Simulation {
             steady_tokens: cfg.max_sim_time_ms.is_none(),
             planner: cfg.scaling.clone().map(Planner::new),
             starting: Vec::new(),
+            deadlines: Vec::new(),
             event_sink: None,
             block_mirrors: Vec::new(),
             workload,
@@ -378,14 +381,8 @@ impl Simulation {
             if self.cut_off {
                 return true;
             }
-            let mut next_event = self.events.next_time();
-            if self.offload.is_some()
-                && let Some(d) = self.next_transfer_deadline()
-            {
-                // A deadline already due (a shared tier's news) is taken now.
-                let d = d.max(self.now_ms);
-                next_event = Some(next_event.map_or(d, |e| e.min(d)));
-            }
+            self.drop_stale_deadlines();
+            let next_event = self.events.next_time();
             let next_arrival = self.driver.next_time();
             let t = match (next_event, next_arrival) {
                 (None, None) => {
@@ -411,34 +408,77 @@ impl Simulation {
             }
             self.count_worker_seconds(t);
             self.now_ms = t;
-            if self.offload.is_some() {
-                self.drain_with_offload(t);
-                continue;
+            self.instant(t);
+        }
+        self.is_done()
+    }
+
+    /// Everything that happens at `t`, in rounds. A round: idle workers settle their due
+    /// transfers; pass ends and hand-off transfers apply (then idle workers settle again);
+    /// workers that finished starting become ready; arrivals are routed and idle workers with
+    /// work start passes; drained workers go and a planner tick comes last. Without a
+    /// connector that asks for more (the offload tiers' work at one instant), one round is
+    /// all; with one, rounds repeat while a round changed anything.
+    fn instant(&mut self, t: f64) {
+        for _ in 0..MAX_ROUNDS {
+            let mut changed = self.settle_due_transfers(t);
+            let ended = self.apply_due_events(t);
+            if ended {
+                self.settle_due_transfers(t);
             }
-            while let Some(e) = self.events.pop_due(t) {
-                match e.kind {
-                    EventKind::PassEnd { worker } => self.end_worker_pass(worker as usize, t),
-                    EventKind::TransferDone { request, rank } => self.transfer_done(request, rank as usize, t),
-                }
-            }
+            changed |= ended;
             self.workers_ready(t);
-            // Disaggregated serving: ranks whose pass just ended start their next one before
-            // the arrivals of this instant are routed (an arrival exactly at a prefill pass end
-            // waits a pass there; aggregated, it joins). Measured on the reference.
-            if self.handoff.is_none() {
-                self.route_arrivals(t);
-                self.start_passes(t);
-            } else {
-                self.start_passes(t);
-                self.route_arrivals(t);
-                self.start_passes(t);
-            }
+            let dispatched = self.driver.dispatched();
+            changed |= self.start_passes_and_route(t);
+            changed |= self.driver.dispatched() != dispatched;
             if self.planner.is_some() {
                 self.settle_drains(t);
                 self.planner_tick(t);
             }
+            if !(changed && self.offload.is_some()) {
+                self.refresh_deadlines();
+                return;
+            }
         }
-        self.is_done()
+        self.give_up("the offload tiers' work at one instant does not converge");
+    }
+
+    /// Pass ends and hand-off transfers due by `t`, in the queue's order; true if any.
+    fn apply_due_events(&mut self, t: f64) -> bool {
+        let mut any = false;
+        while let Some(e) = self.events.pop_due(t) {
+            match e.kind {
+                EventKind::PassEnd { worker } => self.end_worker_pass(worker as usize, t),
+                EventKind::TransferDone { request, rank } => self.transfer_done(request, rank as usize, t),
+                EventKind::TransferDeadline { rank } => {
+                    self.transfer_deadline(rank as usize, e.at_ms, t);
+                }
+            }
+            any = true;
+        }
+        any
+    }
+
+    /// Arrivals are routed and idle workers with work start passes, in the order the
+    /// reference's loop has them; true if a pass started (with offload: or ended at once).
+    fn start_passes_and_route(&mut self, t: f64) -> bool {
+        if self.offload.is_some() {
+            // Passes that take no time end at once, and the round restarts (`offload.rs`).
+            self.route_arrivals(t);
+            return self.drive(t);
+        }
+        // Disaggregated serving: ranks whose pass just ended start their next one before
+        // the arrivals of this instant are routed (an arrival exactly at a prefill pass end
+        // waits a pass there; aggregated, it joins). Measured on the reference.
+        if self.handoff.is_none() {
+            self.route_arrivals(t);
+            self.start_passes(t);
+        } else {
+            self.start_passes(t);
+            self.route_arrivals(t);
+            self.start_passes(t);
+        }
+        false
     }
 
     /// Nothing is left to happen, yet requests wait: ranks stalled behind a queue head that
