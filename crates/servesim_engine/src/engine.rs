@@ -63,6 +63,9 @@ impl Scheduler for Engine {
     fn step(&mut self) -> &PassOutput {
         dispatch!(self, c => c.step())
     }
+    fn step_into(&mut self, out: &mut Box<PassOutput>) {
+        dispatch!(self, c => c.step_into(out))
+    }
     fn has_work(&self) -> bool {
         dispatch!(self, c => c.has_work())
     }

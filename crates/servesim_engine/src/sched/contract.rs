@@ -18,6 +18,12 @@ pub trait Scheduler: HandOff + std::fmt::Debug {
     /// Computes one forward pass: what it schedules, emits and frees, and how long it takes.
     fn step(&mut self) -> &PassOutput;
 
+    /// `step`, its output handed over in `out` (whose previous contents are dropped): a core
+    /// that owns a boxed output swaps the two boxes instead of copying every vector.
+    fn step_into(&mut self, out: &mut Box<PassOutput>) {
+        (**out).clone_from(self.step());
+    }
+
     /// Whether a pass now would do anything (a prefill rank waiting for held KV to be
     /// released has requests in flight but no work).
     fn has_work(&self) -> bool;

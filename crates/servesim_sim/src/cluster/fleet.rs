@@ -101,8 +101,9 @@ pub(crate) struct Rank {
     pub group: usize,
     /// Whether it computed a pass in its worker's current pass.
     pub stepped: bool,
-    /// The running pass's effects, applied when it ends.
-    pub pending: PassOutput,
+    /// The running pass's effects, applied when it ends. Boxed: a pass's output changes
+    /// hands twice a pass (core to rank, rank to the harness), as a pointer, not ~400 bytes.
+    pub pending: Box<PassOutput>,
     /// When its latest pass ended: the gap of its steady tokens runs from there.
     pub last_pass_end_ms: f64,
     /// When its latest pass started.

@@ -48,6 +48,8 @@ pub struct Simulation {
     collector: Collector,
     recorder: Recorder,
     scratch: Vec<u8>,
+    /// A cleared pass output, swapped with a rank's `pending` when its pass is applied.
+    spare_pass: Option<Box<PassOutput>>,
     /// Verify invariants after every pass (on in debug builds; tests turn it on).
     checks: bool,
     passes: u64,
@@ -101,6 +103,7 @@ impl Simulation {
             collector,
             recorder: Recorder::new(cfg.timeseries_interval_ms),
             scratch: Default::default(),
+            spare_pass: None,
             checks: cfg!(debug_assertions),
             passes: 0,
             max_sim_time_ms: cfg.max_sim_time_ms,
@@ -233,7 +236,7 @@ impl Simulation {
                 dp_rank: dp as u32,
                 group,
                 stepped: false,
-                pending: PassOutput::default(),
+                pending: Box::default(),
                 last_pass_end_ms: 0.0,
                 started_ms: 0.0,
                 idle_pass: false,
@@ -729,14 +732,15 @@ impl Simulation {
             if !rank.engine.has_work() {
                 continue;
             }
-            let out = rank.engine.step();
+            // The pass's output buffers are swapped into `pending`, not copied.
+            rank.engine.step_into(&mut rank.pending);
+            let out = &rank.pending;
             let progressed = out.scheduled_tokens > 0
                 || !out.finished.is_empty()
                 || !out.preempted.is_empty()
                 || !out.tokens.is_empty()
                 || out.steady_tokens > 0;
             longest = longest.max(out.duration);
-            rank.pending.clone_from(out);
             if !progressed && !rank.engine.stalled() {
                 // A pass that changes nothing would repeat forever: end the rank's requests
                 // with the reason instead of hanging.
@@ -828,7 +832,8 @@ impl Simulation {
     /// Applies rank `r`'s pass: its KV events reach the router, its admissions, tokens and
     /// completions reach the records.
     fn apply_rank_pass(&mut self, r: usize, t: f64) {
-        let out = std::mem::take(&mut self.fleet.ranks[r].pending);
+        let spare = self.spare_pass.take().unwrap_or_default();
+        let mut out = std::mem::replace(&mut self.fleet.ranks[r].pending, spare);
         if (!out.finished.is_empty() || !out.preempted.is_empty())
             && let Some(h) = &mut self.handoff
         {
@@ -891,9 +896,8 @@ impl Simulation {
                 (Outcome::Unschedulable(why), _) => self.finish_request(i, Status::Unschedulable, Some(why.clone())),
             }
         }
-        let mut out = out;
         out.clear();
-        self.fleet.ranks[r].pending = out;
+        self.spare_pass = Some(out);
         // Lifecycle edges may have freed a target: dispatch the router's queue.
         while !self.fleet.pools[pool].queued.is_empty()
             && !self.fleet.pools[pool].router.all_busy(self.fleet.pools[pool].max_num_batched_tokens, t)

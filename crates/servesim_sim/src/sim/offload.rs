@@ -185,11 +185,11 @@ impl Simulation {
             if let Some(x) = rank.engine.transfers_mut() {
                 x.set_pass_time(t);
             }
-            let out = rank.engine.step();
+            rank.engine.step_into(&mut rank.pending);
+            let out = &rank.pending;
             let start = out.compute_start_ms.unwrap_or(t);
             // As the reference adds them: prefill, then decode, to the compute start.
             end = end.max(start + duration_ms(out.prefill_duration) + duration_ms(out.duration - out.prefill_duration));
-            rank.pending.clone_from(out);
             retry |= rank.engine.transfers().is_some_and(|x| x.retry_at_once());
             rank.stepped = true;
             self.passes += 1;
