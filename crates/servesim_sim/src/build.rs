@@ -148,7 +148,15 @@ impl Files for MemFiles {
 /// Measured-kernel files among in-memory files are named `kernels/NAME`.
 pub const KERNEL_PREFIX: &str = "kernels/";
 
+/// Without the trace readers (the page's first module): refused with the words that make the
+/// page load the full one.
+#[cfg(not(feature = "trace-files"))]
+pub fn parse_trace(_bytes: &[u8], _opts: TraceOptions, name: &str) -> Result<Workload, SimError> {
+    Err(SimError::left_out(&format!("{name}: the trace reader")))
+}
+
 /// Parses a trace held in memory; `name` names it in errors.
+#[cfg(feature = "trace-files")]
 pub fn parse_trace(bytes: &[u8], opts: TraceOptions, name: &str) -> Result<Workload, SimError> {
     match std::str::from_utf8(bytes) {
         Ok(text) => formats::read_text(text, opts, name),

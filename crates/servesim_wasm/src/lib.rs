@@ -12,6 +12,7 @@
 pub mod columns;
 pub mod events;
 pub mod kernels;
+#[cfg(feature = "full")]
 pub mod sweep;
 pub mod tiers;
 mod types;
@@ -29,8 +30,31 @@ pub fn start() {
     console_error_panic_hook::set_once();
 }
 
+thread_local! {
+    /// The last error named a part this build leaves out ([`servesim_sim::LEFT_OUT`]).
+    static LEFT_OUT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 fn js_err(e: impl std::fmt::Display) -> JsError {
-    JsError::new(&e.to_string())
+    let msg = e.to_string();
+    if msg.contains(servesim_sim::LEFT_OUT) {
+        LEFT_OUT.with(|l| l.set(true));
+    }
+    JsError::new(&msg)
+}
+
+/// Whether the last call that failed needs a part this build leaves out (once): the page's
+/// first module is built without trace files, measured-kernel data and NPZ profiles; on
+/// `true` its worker loads the full module and calls again. Always `false` in the full one.
+#[wasm_bindgen(js_name = needsFullEngine)]
+pub fn needs_full_engine() -> bool {
+    LEFT_OUT.with(|l| l.replace(false))
+}
+
+/// Whether this is the full build (`false`: the page's first module).
+#[wasm_bindgen(js_name = isFullEngine)]
+pub fn is_full_engine() -> bool {
+    cfg!(feature = "full")
 }
 
 fn to_js<T: Serialize + ?Sized>(v: &T) -> Result<JsValue, JsError> {
@@ -158,6 +182,7 @@ pub fn presets() -> Result<String, JsError> {
 /// `trace` is the trace file's bytes, `files` maps NPZ profile paths (as the case writes them)
 /// to their bytes. Bytes both ways, not strings: a 20k-request trace and its answer are
 /// megabytes, and converting them to and from JS strings was 4 % of a replay.
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = replayCase)]
 pub fn replay_case(
     case_json: &str,
