@@ -20,7 +20,7 @@ type EngineModule = typeof first;
 let engine: EngineModule = first;
 let ready: Promise<unknown> = first.default();
 /** Measured-kernel files, fetched when a scenario first needs them. */
-let kernels = new KernelFiles(engine, ready);
+const kernels = new KernelFiles(engine, ready, true);
 let full: Promise<void> | null = null;
 
 /** Loads the full module once and makes it the engine (the kept runs stay where they are). */
@@ -28,13 +28,10 @@ function loadFull(): Promise<void> {
   full ??= (async () => {
     const m = await import('../../pkg/servesim_wasm.js');
     await m.default();
-    const base = kernels.base;
     engine = m;
     ready = Promise.resolve();
-    // Its own store of measured-kernel files: they are handed over again as it asks (from
-    // the browser's cache).
-    kernels = new KernelFiles(engine, ready);
-    kernels.base = base;
+    // The files the first module was given (the index, the model configs), without fetching.
+    kernels.switchTo(m);
   })();
   return full;
 }
