@@ -17,7 +17,7 @@ pub mod sweep;
 pub mod tiers;
 mod types;
 
-use columns::{Columns, Series, Uploads};
+use columns::{Columns, KERNELS, Series, Uploads};
 use js_sys::{Array, Float64Array, Object, Reflect, Uint8Array};
 use serde::Serialize;
 use servesim_sim::report::Status;
@@ -150,7 +150,7 @@ pub fn inspect_scenario(json: &str) -> Result<String, JsError> {
     let s = Scenario::from_json_str(json).map_err(js_err)?;
     let config = if s.engine.timing_model.ais().is_some() {
         let mut no_files = columns::no_files;
-        let mut files = Uploads { trace: None, read: &mut no_files };
+        let mut files = Uploads { trace: None, read: &mut no_files, kernels: KERNELS };
         servesim_sim::report::config::effective_loaded(&s, &mut files).map_err(js_err)?
     } else {
         servesim_sim::report::config::effective(&s).map_err(js_err)?
@@ -191,7 +191,7 @@ pub fn replay_case(
     #[wasm_bindgen(unchecked_optional_param_type = "Record<string, Uint8Array>")] files: Option<Object>,
 ) -> Result<Vec<u8>, JsError> {
     let case = servesim_sim::replay::Case::from_json_str(case_json, source).map_err(js_err)?;
-    let mut uploads = Uploads { trace: Some(trace), read: &mut |name| read_file(&files, name) };
+    let mut uploads = Uploads { trace: Some(trace), read: &mut |name| read_file(&files, name), kernels: KERNELS };
     // Its output has no time series: skip recording them, as the native replay does.
     let opts = BuildOptions { timeseries: false, ..BuildOptions::default() };
     let report = build(&Input::Case(case), &mut uploads, &opts).map_err(js_err)?.run();
@@ -271,7 +271,8 @@ impl Simulation {
             Some(ms) if ms.is_finite() && ms > 0.0 => Interval::Fixed(ms),
             Some(_) => return Err(JsError::new("interval_ms must be 0 (automatic) or a positive number")),
         };
-        let mut uploads = Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name) };
+        let mut uploads =
+            Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name), kernels: KERNELS };
         let opts = BuildOptions { interval, timeseries: true };
         let sim = build(&Input::Scenario(scenario.clone()), &mut uploads, &opts).map_err(js_err)?;
         let config = servesim_sim::report::config::effective_with(&scenario, Some(sim.kernels())).map_err(js_err)?;
