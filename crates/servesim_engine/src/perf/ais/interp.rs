@@ -15,6 +15,7 @@
 //! Every value is computed in the same floating-point order as the reference, so results
 //! are bit-identical; `log2` is libm's, natively and in wasm.
 
+use super::nearest::NearIndex;
 use super::sorted::SortedMap;
 
 /// A measured point: latency (ms), power (W) and energy (W·ms).
@@ -158,6 +159,8 @@ pub struct Grid {
     dims: usize,
     /// Every point in coordinate order, with its log₂ coordinates, for the hold.
     flat: Vec<(Vec<u32>, Vec<f64>, LeafValue)>,
+    /// The hold's nearest-point search over `flat`.
+    near: NearIndex,
 }
 
 enum GridErr {
@@ -176,9 +179,10 @@ impl Grid {
         for i in order {
             let (c, v) = points[i];
             root.insert(c, v);
-            flat.push((c.to_vec(), c.iter().map(|&x| log2((x as f64).max(1e-12))).collect(), v));
+            flat.push((c.to_vec(), c.iter().map(|&x| log2((x as f64).max(1e-12))).collect::<Vec<f64>>(), v));
         }
-        Grid { root, dims, flat }
+        let near = NearIndex::new(&flat.iter().map(|(_, l, _)| l.as_slice()).collect::<Vec<_>>());
+        Grid { root, dims, flat, near }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -298,18 +302,7 @@ impl Grid {
         // The nearest few by (distance, index), then the first NN valid of them and the next
         // valid one's distance (the taper's radius); when too few of them are valid, every point.
         const SLACK: usize = 8;
-        let mut near: Vec<(f64, usize)> = Vec::with_capacity(NN + SLACK + 1);
-        for (i, (_, lc, _)) in self.flat.iter().enumerate() {
-            let c = (dist(lc), i);
-            if near.len() == NN + SLACK {
-                if by_rank(&c, &near[near.len() - 1]).is_ge() {
-                    continue;
-                }
-                near.pop();
-            }
-            let at = near.partition_point(|x| by_rank(x, &c).is_lt());
-            near.insert(at, c);
-        }
+        let near = self.near.nearest(&q, NN + SLACK, &|i| dist(&self.flat[i].1));
         let pick = |ranked: &[(f64, usize)]| {
             let mut picked: Vec<(f64, f64, f64, f64)> = Vec::with_capacity(NN); // (distance, latency, power, sol)
             let mut radius = None;

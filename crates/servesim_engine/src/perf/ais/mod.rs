@@ -15,6 +15,7 @@ pub mod data;
 pub mod interp;
 pub mod memory;
 pub mod model;
+pub mod nearest;
 pub mod ops;
 pub mod quant;
 pub mod sorted;
