@@ -40,6 +40,8 @@ pub(crate) struct Pool {
     pub max_num_batched_tokens: u64,
     /// What its workers run (new workers are built from it), and their timing profile.
     pub launch: LaunchConfig,
+    /// Its engines' arguments, resolved and checked once for every worker it builds.
+    pub engine: servesim_engine::ResolvedArgs,
     pub profile: Option<Arc<Profile>>,
     /// The measured-kernel model the engines are timed by, if any.
     pub kernels: Option<Arc<servesim_engine::perf::ais::AisModel>>,
@@ -58,7 +60,7 @@ impl Pool {
     }
 
     pub fn args(&self) -> &EngineArgs {
-        &self.launch.engine
+        &self.engine
     }
 }
 

@@ -158,13 +158,14 @@ impl Simulation {
         workers: u32,
         router_cfg: RouterConfig,
     ) -> Result<(), SimError> {
+        let engine = launch.engine.resolve()?;
         let fleet = &mut self.fleet;
         let pool = fleet.pools.len();
         let dp = launch.dp_size as usize;
         // Each pool draws its routing ties from its own stream of the scenario's seed.
         let seed = mix64(cfg.seed ^ pool as u64);
-        let mut router = Router::new(cfg.router_mode, router_cfg, workers as usize, dp, launch.engine.block_size(), seed)
-            .with_event_lag(cfg.kv_event_lag_ms);
+        let mut router =
+            Router::new(cfg.router_mode, router_cfg, workers as usize, dp, engine.block_size, seed).with_event_lag(cfg.kv_event_lag_ms);
         if role != Role::Aggregated {
             router = router.rotating_ranks();
         }
@@ -179,7 +180,7 @@ impl Simulation {
                 std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0).as_nanos().min(u64::MAX as u128) as u64
             }));
         }
-        let tiers = Tiers::for_pool(&launch.engine, workers);
+        let tiers = Tiers::for_pool(&engine, workers);
         if let Some(all) = &mut self.offload {
             all.push(tiers.clone());
         }
@@ -189,9 +190,10 @@ impl Simulation {
             workers: Vec::new(),
             target_rank: vec![usize::MAX; workers as usize * dp],
             dp_size: dp,
-            block_size: launch.engine.block_size(),
-            max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(UNBOUNDED_BATCH_TOKENS, u64::from),
+            block_size: engine.block_size,
+            max_num_batched_tokens: engine.max_num_batched_tokens.map_or(UNBOUNDED_BATCH_TOKENS, u64::from),
             launch: launch.clone(),
+            engine,
             profile: cfg.profiles.get(&launch.engine),
             kernels: cfg.kernels.get(&launch.engine),
             startup_ms: launch.startup_time.unwrap_or(0.0) * 1000.0,
@@ -212,21 +214,21 @@ impl Simulation {
         let fleet = &mut self.fleet;
         let p = &fleet.pools[pool];
         let id = p.workers.len() as u32;
-        let (role, launch, profile, kernels, emit_events, tiers) =
-            (p.role, p.launch.clone(), p.profile.clone(), p.kernels.clone(), p.router.wants_kv_events(), p.tiers.clone());
+        let (role, dp_size, engine, profile, kernels, emit_events, tiers) =
+            (p.role, p.launch.dp_size, p.engine.clone(), p.profile.clone(), p.kernels.clone(), p.router.wants_kv_events(), p.tiers.clone());
         let group = fleet.workers.len();
         let start = fleet.ranks.len();
         for (dp, &target) in targets.iter().enumerate() {
             let setup = RankSetup {
                 dp_rank: dp as u32,
-                dp_size: launch.dp_size,
+                dp_size,
                 emit_events,
                 profile: profile.clone(),
                 kernels: kernels.clone(),
                 worker: id,
                 tiers: tiers.clone(),
             };
-            let mut engine = Engine::new(&launch.engine, &setup)?;
+            let mut engine = Engine::new(&engine, &setup)?;
             engine.set_steady_tokens(self.steady_tokens);
             engine.set_forward_pass_metrics(self.planner.is_some());
             fleet.ranks.push(Rank {

@@ -70,8 +70,10 @@ impl Simulation {
                 continue;
             }
             let at = rank.engine.transfers().and_then(|x| x.next_deadline()).map(|d| d.max(self.now_ms));
-            if at.is_some() && at != self.deadlines[r] {
-                self.events.push(at.expect("some"), EventKind::TransferDeadline { rank: r as u32 });
+            if let Some(d) = at
+                && at != self.deadlines[r]
+            {
+                self.events.push(d, EventKind::TransferDeadline { rank: r as u32 });
             }
             self.deadlines[r] = at;
         }
