@@ -80,7 +80,7 @@ impl CopyIndex {
     /// Fills the empty bucket `at` (from a `Probe::Vacant` of `hash`, with no change since).
     pub fn insert_at(&mut self, at: usize, hash: u64, slot: SlotId) {
         debug_assert!(self.buckets[at] == EMPTY && self.len < self.mask);
-        self.buckets[at] = tag(hash) << 32 | slot as u64;
+        self.buckets[at] = (tag(hash) << 32) | slot as u64;
         self.len += 1;
     }
 
@@ -135,8 +135,8 @@ mod tests {
             x ^= x << 17;
             // Homes among buckets 14, 15, 0, 1 (wrapping); the tags and low bits vary.
             let home = (14 + x % 4) % 16;
-            let tag = home | ((x >> 20) & 3) << 4;
-            let key = tag << 32 | (x >> 40) % 6;
+            let tag = home | (((x >> 20) & 3) << 4);
+            let key = (tag << 32) | ((x >> 40) % 6);
             match ix.probe(key, |s| model.get(&key) == Some(&s)) {
                 Probe::Found(at, _) => {
                     ix.remove_at(at);
