@@ -50,6 +50,13 @@ macro_rules! dispatch {
     };
 }
 
+impl Engine {
+    /// The power evidence of the passes this core has timed (measured kernels only).
+    pub fn power_evidence(&self) -> Option<crate::perf::ais::energy::PowerEvidence> {
+        dispatch!(self, c => c.timer().power_evidence())
+    }
+}
+
 impl Scheduler for Engine {
     fn submit(&mut self, req: Request) {
         dispatch!(self, c => c.submit(req))

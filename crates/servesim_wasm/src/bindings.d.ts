@@ -126,6 +126,11 @@ export type Summary = {
   gpu_hour_usd?: number;
   cost_usd?: number;
   cost_per_million_output_tokens_usd?: number;
+  /** With every engine timed by measured kernels: the share of active time with measured power. */
+  power_coverage?: number;
+  /** With power_coverage at least 0.9: one GPU's mean power while computing (W), and the energy per output token (J). */
+  power_w?: number;
+  energy_per_output_token_j?: number;
   goodput_completed_requests?: number;
   goodput_request_throughput_rps?: number;
   goodput_output_throughput_tok_s?: number;

@@ -152,6 +152,7 @@ export const KEY_METRICS: (keyof Summary)[] = [
   'num_retractions',
   'total_gpus',
   'cost_per_million_output_tokens_usd',
+  'energy_per_output_token_j',
 ];
 
 /** The summary table: every key of the report, or only `keys` (in that order, where present). */

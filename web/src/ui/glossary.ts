@@ -59,6 +59,10 @@ const KEYS: Record<string, string> = {
   gpu_hour_usd: 'The price of one GPU-hour the scenario sets (USD); servesim has no prices of its own',
   cost_usd: 'Cost: GPU-hours × the price per GPU-hour (USD)',
   cost_per_million_output_tokens_usd: 'Cost per million output tokens: the run’s cost / (output tokens / 1,000,000), USD',
+  power_coverage:
+    'Power coverage: the share of the passes’ modelled time whose kernels have measured power; power is published from 0.9 (the reference’s gate)',
+  power_w: 'Power: one GPU’s mean modelled power while it computes (energy / active time of every pass), W; not the cluster’s, no idle time',
+  energy_per_output_token_j: 'Energy per output token: the passes’ modelled energy on all the engines’ GPUs / output tokens, J',
   meets_slo: 'Whether the run met every bound of the scenario’s slo (p99 latencies; the goodput thresholds count requests)',
   total_gpus: 'GPUs of the cluster as it starts (workers × GPUs per worker)',
   num_images: 'Images in the completed requests’ prompts (each runs through the vision encoder unless its output is cached)',

@@ -87,6 +87,9 @@ pub struct PassTimer {
     decode_divisor: f64,
     /// Vision-encoder ms per image token for models without a vision tower.
     encoder_ms_per_token: f64,
+    /// The power evidence of every pass part timed so far (measured kernels only; the
+    /// reference's modelled power, `ais::energy`).
+    power: std::cell::Cell<ais::energy::PowerEvidence>,
 }
 
 impl PassTimer {
@@ -94,7 +97,13 @@ impl PassTimer {
         // A ratio <= 0 means "do not scale"; decode is divided once by the product.
         let s = if speedup_ratio > 0.0 { speedup_ratio } else { 1.0 };
         let d = if decode_speedup_ratio > 0.0 { decode_speedup_ratio } else { 1.0 };
-        PassTimer { model, prefill_divisor: s, decode_divisor: s * d, encoder_ms_per_token: crate::args::DEFAULT_ENCODER_MS_PER_TOKEN }
+        PassTimer {
+            model,
+            prefill_divisor: s,
+            decode_divisor: s * d,
+            encoder_ms_per_token: crate::args::DEFAULT_ENCODER_MS_PER_TOKEN,
+            power: Default::default(),
+        }
     }
 
     /// The timer the arguments describe; `profile` is the NPZ profile they name, loaded by the
@@ -145,7 +154,26 @@ impl PassTimer {
     }
 
     pub fn prefill(&self, batch: u64, isl: u64, prefix: u64) -> Duration {
+        if let PerfModel::Ais(m) = &self.model
+            && batch > 0
+        {
+            let (ms, evidence) = m.prefill_timed(batch, isl, prefix);
+            self.record(evidence.scaled(self.prefill_divisor));
+            return scale(ms, self.prefill_divisor);
+        }
         scale(self.model.prefill_ms(batch, isl, prefix), self.prefill_divisor)
+    }
+
+    fn record(&self, e: ais::energy::PowerEvidence) {
+        let mut total = self.power.get();
+        total.add(e);
+        self.power.set(total);
+    }
+
+    /// The power evidence of the passes timed so far: `None` unless the timing is measured
+    /// kernels (the other models supply no energy).
+    pub fn power_evidence(&self) -> Option<ais::energy::PowerEvidence> {
+        matches!(self.model, PerfModel::Ais(_)).then(|| self.power.get())
     }
 
     /// The vision encoder over `images` images of `tokens` image tokens in all (scaled like
@@ -159,6 +187,13 @@ impl PassTimer {
     }
 
     pub fn decode(&self, batch: u64, active_kv: u64, total_kv: u64) -> Duration {
+        if let PerfModel::Ais(m) = &self.model
+            && batch > 0
+        {
+            let (ms, evidence) = m.decode_timed(batch, active_kv);
+            self.record(evidence.scaled(self.decode_divisor));
+            return scale(ms, self.decode_divisor);
+        }
         scale(self.model.decode_ms(batch, active_kv, total_kv), self.decode_divisor)
     }
 }

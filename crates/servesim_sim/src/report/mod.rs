@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod events;
+pub mod power;
 mod run;
 mod sketch;
 mod slo;
@@ -117,6 +118,8 @@ pub struct Collector {
     pub images: Option<Box<ImageStats>>,
     /// Price of one GPU-hour (USD), when the scenario sets one: the summary adds the cost.
     pub gpu_hour_usd: Option<f64>,
+    /// Modelled power, set when the run ends if every engine is timed by measured kernels.
+    pub power: Option<power::PowerReport>,
     /// An agentic run's plays (trajectories), set when the run ends. Its duration counts
     /// from the clock's start, as the reference's does (its first request may start late).
     pub trajectories: Option<crate::workload::agentic::run::Trajectories>,
@@ -333,6 +336,9 @@ impl Collector {
             m.insert("gpu_hour_usd".into(), num(price));
             m.insert("cost_usd".into(), num(cost));
             m.insert("cost_per_million_output_tokens_usd".into(), num(if output > 0 { cost / (output as f64 / 1e6) } else { f64::NAN }));
+        }
+        if let Some(p) = &self.power {
+            p.write(&mut m, output);
         }
         if sla.per_request() {
             m.insert("goodput_completed_requests".into(), good.0.into());

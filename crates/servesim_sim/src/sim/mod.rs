@@ -615,6 +615,7 @@ impl Simulation {
             self.collector.offload = Some(crate::report::OffloadReport { g3, g2 });
         }
         self.collector.trajectories = self.driver.trajectories(&self.workload);
+        self.collector.power = crate::report::power::PowerReport::of(&self.fleet);
         let block_size = self.fleet.pools[Fleet::ENTRY].block_size;
         let scaling = self.planner.map(|p| p.record);
         RunReport {

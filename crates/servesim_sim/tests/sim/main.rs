@@ -9,6 +9,7 @@ mod events;
 mod kvbm;
 mod moe;
 mod multimodal;
+mod power;
 mod predict;
 mod proptest_indexer;
 mod reference_aborts;

@@ -12,6 +12,7 @@
 //! pass time is a pure function of those numbers, memoised per model.
 
 pub mod data;
+pub mod energy;
 pub mod interp;
 pub mod memory;
 pub mod model;
@@ -27,6 +28,7 @@ use serde_json::Value;
 
 use crate::args::Backend;
 use data::KernelData;
+use energy::PowerEvidence;
 use model::{Dtypes, Graph, ModelShape};
 use ops::{Op, Shape};
 use quant::{FmhaQuant, GemmQuant, KvQuant};
@@ -280,12 +282,16 @@ pub struct AisModel {
 
 #[derive(Debug, Default)]
 struct Memo {
-    prefill: FxHashMap<(u64, u64, u64), f64>,
-    decode: FxHashMap<(u64, u64), f64>,
-    /// One op's milliseconds by (phase, op, what it depends on): a GEMM on its m, attention on
-    /// (batch, sequence, prefix). Passes share most of their ops' inputs.
-    ops: FxHashMap<(bool, u8, u32, u32, u32), f64>,
+    /// A pass part's milliseconds and power evidence (`energy`), by its query.
+    prefill: FxHashMap<(u64, u64, u64), (f64, PowerEvidence)>,
+    decode: FxHashMap<(u64, u64), (f64, PowerEvidence)>,
+    /// One op's milliseconds and energy by (phase, op, what it depends on): a GEMM on its m,
+    /// attention on (batch, sequence, prefix). Passes share most of their ops' inputs.
+    ops: FxHashMap<OpKey, (f64, f64)>,
 }
+
+/// (context phase, op index, and the op's inputs).
+type OpKey = (bool, u8, u32, u32, u32);
 
 fn backend_name(b: Backend) -> &'static str {
     match b {
@@ -328,26 +334,36 @@ impl AisModel {
     /// Milliseconds of the prefill part of a pass: `batch` requests whose floor-mean length
     /// after this chunk is `isl`, of which `prefix` were already in KV.
     pub fn prefill_ms(&self, batch: u64, isl: u64, prefix: u64) -> f64 {
+        self.prefill_timed(batch, isl, prefix).0
+    }
+
+    /// [`AisModel::prefill_ms`] with the part's power evidence.
+    pub fn prefill_timed(&self, batch: u64, isl: u64, prefix: u64) -> (f64, PowerEvidence) {
         let batch = self.rank_batch(batch);
         let mut memo = self.memo.lock().expect("memo");
         if let Some(&v) = memo.prefill.get(&(batch, isl, prefix)) {
             return v;
         }
         // The constructor probed the tables; a later miss (a shape no table anchors) costs 0.
-        let v = Self::prefill_shape(batch, isl, prefix).and_then(|s| self.sum(&mut memo, true, s)).unwrap_or(0.0);
+        let v = Self::prefill_shape(batch, isl, prefix).and_then(|s| self.sum(&mut memo, true, s)).unwrap_or_default();
         memo.prefill.insert((batch, isl, prefix), v);
         v
     }
 
     /// Milliseconds of one decode step of `batch` requests holding `active_kv` tokens.
     pub fn decode_ms(&self, batch: u64, active_kv: u64) -> f64 {
+        self.decode_timed(batch, active_kv).0
+    }
+
+    /// [`AisModel::decode_ms`] with the step's power evidence.
+    pub fn decode_timed(&self, batch: u64, active_kv: u64) -> (f64, PowerEvidence) {
         let s = active_kv / batch.max(1) + 1;
         let batch = self.rank_batch(batch);
         let mut memo = self.memo.lock().expect("memo");
         if let Some(&v) = memo.decode.get(&(batch, s)) {
             return v;
         }
-        let v = Self::decode_shape(batch, s).and_then(|sh| self.sum(&mut memo, false, sh)).unwrap_or(0.0);
+        let v = Self::decode_shape(batch, s).and_then(|sh| self.sum(&mut memo, false, sh)).unwrap_or_default();
         memo.decode.insert((batch, s), v);
         v
     }
@@ -371,13 +387,13 @@ impl AisModel {
     /// The prefill part, op by op (`Err` names the op no table anchors).
     pub fn try_prefill(&self, batch: u64, isl: u64, prefix: u64) -> Result<f64, String> {
         let shape = Self::prefill_shape(batch, isl, prefix)?;
-        self.sum(&mut self.memo.lock().expect("memo"), true, shape)
+        self.sum(&mut self.memo.lock().expect("memo"), true, shape).map(|v| v.0)
     }
 
     /// One decode step at context `s` (the token being produced counts), op by op.
     pub fn try_decode(&self, batch: u64, s: u64) -> Result<f64, String> {
         let shape = Self::decode_shape(batch, s)?;
-        self.sum(&mut self.memo.lock().expect("memo"), false, shape)
+        self.sum(&mut self.memo.lock().expect("memo"), false, shape).map(|v| v.0)
     }
 
     fn prefill_shape(batch: u64, isl: u64, prefix: u64) -> Result<Shape, String> {
@@ -395,10 +411,12 @@ impl AisModel {
         Ok(Shape { batch: b, s: Self::u32_of(s, "context")?, prefix: 0, tokens: b })
     }
 
-    /// The phase's ops summed in their order (the reference's order, so its bits).
-    fn sum(&self, memo: &mut Memo, context: bool, shape: Shape) -> Result<f64, String> {
+    /// The phase's ops summed in their order (the reference's order, so its bits), with their
+    /// power evidence (an op with positive energy is covered).
+    fn sum(&self, memo: &mut Memo, context: bool, shape: Shape) -> Result<(f64, PowerEvidence), String> {
         let ops = if context { &self.graph.context } else { &self.graph.generation };
         let mut total = 0.0;
+        let mut evidence = PowerEvidence::default();
         for (i, op) in ops.iter().enumerate() {
             let key = match op {
                 Op::ContextAttention { .. } | Op::GenerationAttention { .. } => (shape.batch, shape.s, shape.prefix),
@@ -406,17 +424,19 @@ impl AisModel {
                 _ => (shape.tokens, 0, 0),
             };
             let key = (context, i as u8, key.0, key.1, key.2);
-            let ms = match memo.ops.get(&key) {
+            let (ms, energy) = match memo.ops.get(&key) {
                 Some(&v) => v,
                 None => {
-                    let (ms, _) = op.cost(&self.data, shape)?;
-                    memo.ops.insert(key, ms);
-                    ms
+                    let v = op.cost(&self.data, shape)?;
+                    memo.ops.insert(key, v);
+                    v
                 }
             };
             total += ms;
+            evidence.count(ms, energy);
         }
-        Ok(total)
+        evidence.latency_ms = total;
+        Ok((total, evidence))
     }
 
     /// The prefill part's ops and their milliseconds.

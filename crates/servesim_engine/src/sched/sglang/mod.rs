@@ -95,6 +95,11 @@ pub struct SglangCore {
 }
 
 impl SglangCore {
+    /// The pass timer (its power evidence, for the report).
+    pub(crate) fn timer(&self) -> &PassTimer {
+        &self.timer
+    }
+
     pub fn new(args: &EngineArgs, setup: &RankSetup) -> Result<Self, ArgsError> {
         let (dp_rank, dp_size) = (setup.dp_rank, setup.dp_size);
         let sg = args.sglang();

@@ -136,6 +136,11 @@ pub struct VllmCore {
 }
 
 impl VllmCore {
+    /// The pass timer (its power evidence, for the report).
+    pub(crate) fn timer(&self) -> &PassTimer {
+        &self.timer
+    }
+
     pub fn new(args: &EngineArgs, setup: &RankSetup) -> Result<Self, ArgsError> {
         let cfg = Config {
             block_size: args.block_size(),
