@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes servesim's own AIS cases (tests/ais/cases/*.json) without figures; run each through the
+"""Writes servesim's own AIS cases (it rewrites every case: restore the others' figures with git, or
+run only the new lines) (tests/ais/cases/*.json) without figures; run each through the
 oracle with `replay_ais.py CASE --write` (from tests/ais/cases, so relative model paths resolve)."""
 import json, os
 
@@ -49,3 +50,16 @@ case("ais-trtllm-h200-qwen3-32b-static-tp2", "TRT-LLM on H200, Qwen3-32B-FP8-Sta
 case("ais-vllm-b300-qwen3-32b-tp4-2w", "Two vLLM workers round-robin on B300 at TP 4, Qwen3-32B, bursts",
      "burst300.jsonl", {"backend": "vllm", "num_gpu_blocks": 16000, "block_size": 16},
      {"model": "Qwen/Qwen3-32B", "system": "b300_sxm", "tp": 4}, {"num_workers": 2, "arrival_speedup_ratio": 2.0})
+
+# MoE and MLA (the experts' parallelism and attention DP in the reference's names; DeepSeek's
+# prefill needs fmha bfloat16: these tables hold no fp8 MLA prefill kernel).
+# Not stored: its passes are exact, the replay is not (docs/models.md, "attention DP replay").
+# case("ais-sglang-h200-dsr1-dep8", "SGLang on 8 x H200, DeepSeek-R1 (MLA + MoE, fp8_block) with attention DP 8 and EP 8 (--tp 8 --ep 8 --dp 8 --enable-dp-attention): NCCL gather/scatter around the experts, a pass priced as one rank's ceil(batch / 8)",
+#      "mixed240.jsonl", {"backend": "sglang", "num_gpu_blocks": 300000},
+#      {"model": "deepseek-ai/DeepSeek-R1", "system": "h200_sxm", "tp": 1, "attention_dp_size": 8, "moe_tp_size": 1, "moe_ep_size": 8, "fmha_quant_mode": "bfloat16"})
+case("ais-trtllm-b200-dsr1-tp8-ep8", "TRT-LLM on 8 x B200, DeepSeek-R1 at attention TP 8 and EP 8 (the MLA module tables, custom all-reduce dispatch)",
+     "light200.jsonl", {"backend": "trtllm", "num_gpu_blocks": 20000, "block_size": 32},
+     {"model": "deepseek-ai/DeepSeek-R1", "system": "b200_sxm", "tp": 8, "moe_tp_size": 1, "moe_ep_size": 8, "fmha_quant_mode": "bfloat16"}, {"arrival_speedup_ratio": 2.0})
+case("ais-vllm-h200-qwen3-235b-tp4-ep4", "vLLM on 4 x H200, Qwen3-235B-A22B (GQA + 128 experts) at TP 4 and EP 4",
+     "burst200.jsonl", {"backend": "vllm", "num_gpu_blocks": 20000, "block_size": 16},
+     {"model": "Qwen/Qwen3-235B-A22B", "system": "h200_sxm", "tp": 4, "moe_tp_size": 1, "moe_ep_size": 4})
