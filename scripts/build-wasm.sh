@@ -19,6 +19,13 @@ rm -rf web/pkg
 # --no-opt: wasm-pack would download its own binaryen; ours comes from npm (below).
 wasm-pack --quiet build crates/servesim_wasm --target web --out-dir ../../web/pkg --out-name servesim_wasm \
   --mode no-install --no-opt --profile wasm -- --locked
+# The playground's first module (web/pkg/first/): the same crate without its `full` feature,
+# so without trace files, measured-kernel data, NPZ profiles, sweeps and the replay case
+# (docs/performance.md, "Size"). The page's engine worker starts on it and loads the full
+# module above when a scenario needs a part it leaves out (`needsFullEngine`).
+wasm-pack --quiet build crates/servesim_wasm --target web --out-dir ../../web/pkg/first --out-name servesim_first \
+  --mode no-install --no-opt --profile wasm -- --locked --no-default-features
+rm -f web/pkg/first/package.json web/pkg/first/.gitignore web/pkg/first/README.md
 # The search module (crates/servesim_search: DynoSim's YAML, recommend's search and its
 # candidate runs) is a second package in web/pkg/search/, fetched only when the page searches:
 # the engine download the playground needs first stays small (docs/performance.md, "Size").
@@ -36,7 +43,7 @@ if [ -x "$WASM_OPT" ]; then
   # Features come from the module's target_features section (never set `strip = true`).
   # -Os with the profile's opt-level "s": the download under 1.2 MB (docs/performance.md);
   # WASM_OPT_LEVEL=-O3 with CARGO_PROFILE_WASM_OPT_LEVEL=3 builds the faster, larger module.
-  for m in web/pkg/servesim_wasm_bg.wasm web/pkg/search/servesim_search_bg.wasm; do
+  for m in web/pkg/servesim_wasm_bg.wasm web/pkg/first/servesim_first_bg.wasm web/pkg/search/servesim_search_bg.wasm; do
     "$WASM_OPT" "${WASM_OPT_LEVEL:--Os}" "$m" -o "$m"
   done
 else
@@ -52,4 +59,4 @@ fi
   'exports[./search][types]=./search/servesim_search.d.ts' 'exports[./search][default]=./search/servesim_search.js' \
   'exports[./search/servesim_search_bg.wasm]=./search/servesim_search_bg.wasm' 'files[]=search' \
   'engines.node=>=20.6')
-ls -l web/pkg/servesim_wasm_bg.wasm web/pkg/search/servesim_search_bg.wasm | awk '{print "build-wasm: " $9 " " $5 " bytes"}'
+ls -l web/pkg/servesim_wasm_bg.wasm web/pkg/first/servesim_first_bg.wasm web/pkg/search/servesim_search_bg.wasm | awk '{print "build-wasm: " $9 " " $5 " bytes"}'

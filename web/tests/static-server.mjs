@@ -6,7 +6,7 @@
 // page opened on localhost embeds from another origin), and counts requests per path
 // (GET /__hits) so tests can see what was downloaded.
 //
-//   node web/tests/static-server.mjs [PORT]      (default 4174)
+//   node web/tests/static-server.mjs [PORT] [DIST]      (default 4174, web/dist)
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
@@ -15,7 +15,7 @@ import sirv from 'sirv';
 const port = Number(process.argv[2] ?? process.env.PORT ?? 4174);
 const BASE = '/servesim';
 const here = import.meta.dirname;
-const site = sirv(join(here, '..', 'dist'), {
+const site = sirv(process.argv[3] ?? join(here, '..', 'dist'), {
   brotli: true,
   gzip: true,
   etag: true,

@@ -32,8 +32,18 @@ pub type Error = String;
 /// The package the data comes from.
 pub const PACKAGE: &str = "aiconfigurator-core";
 
-/// Architectures whose bundled configs go into `models.json` (the dense models timed).
+/// Architectures whose bundled configs go into `models.json` (the models timed).
 pub const DENSE_ARCHITECTURES: [&str; 4] = ["LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "MiMoForCausalLM"];
+pub const MOE_ARCHITECTURES: [&str; 2] = ["Qwen3MoeForCausalLM", "DeepseekV3ForCausalLM"];
+
+/// The GPUs whose files carry the MoE and MLA tables (about 0.2 MB per framework each; the
+/// repository's data budget keeps them to the GPUs the accuracy checks use).
+pub const MOE_SYSTEMS: [&str; 2] = ["h200_sxm", "b200_sxm"];
+
+/// The expert shapes kept from the MoE table, (hidden, expert width, top-k, experts): the
+/// MoE models servesim times (DeepSeek-V3/R1, Qwen3-235B-A22B, Qwen3-30B-A3B). The whole
+/// table is ~100k rows per framework; these are a few percent.
+pub const MOE_SHAPES: [(u32, u32, u32, u32); 3] = [(7168, 2048, 8, 256), (4096, 1536, 8, 128), (2048, 768, 8, 128)];
 
 /// One parquet table read as rows of named fields.
 pub struct Table {
@@ -474,6 +484,11 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
         tables.push(json!({"table": "custom_allreduce_perf", "sources": src.iter().map(|p| rel(package, p)).collect::<Vec<_>>(), "rows": rows, "kept": "without the _eager kernels"}));
     }
 
+    if MOE_SYSTEMS.contains(&system) {
+        moe_and_mla(&data_root, package, backend, version, &mut slices, &mut tables)?;
+        nccl(package, system, &data_root, &mut slices, &mut tables)?;
+    }
+
     let version_of_package = package_version(package);
     let meta = Meta {
         format: FORMAT.into(),
@@ -583,8 +598,20 @@ pub fn bundled_models(package: &Path) -> Result<Value, Error> {
         .collect();
     names.sort();
     let mut models = serde_json::Map::new();
-    const KEEP: [&str; 11] = [
+    const KEEP: [&str; 23] = [
         "architectures",
+        "n_routed_experts",
+        "num_experts",
+        "num_local_experts",
+        "num_experts_per_tok",
+        "experts_per_token",
+        "moe_intermediate_size",
+        "n_shared_experts",
+        "kv_lora_rank",
+        "q_lora_rank",
+        "qk_rope_head_dim",
+        "qk_nope_head_dim",
+        "v_head_dim",
         "num_hidden_layers",
         "hidden_size",
         "num_attention_heads",
@@ -606,11 +633,11 @@ pub fn bundled_models(package: &Path) -> Result<Value, Error> {
         let cfg: Value = match serde_json::from_str(&text) {
             Ok(v) => v,
             // Not JSON as serde reads it (Python's `Infinity`): fine unless it is a dense model.
-            Err(_) if !DENSE_ARCHITECTURES.iter().any(|a| text.contains(a)) => continue,
+            Err(_) if !DENSE_ARCHITECTURES.iter().chain(&MOE_ARCHITECTURES).any(|a| text.contains(a)) => continue,
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
         let arch = cfg.get("architectures").and_then(|a| a.get(0)).and_then(|a| a.as_str()).unwrap_or("");
-        if !DENSE_ARCHITECTURES.contains(&arch) {
+        if !DENSE_ARCHITECTURES.contains(&arch) && !MOE_ARCHITECTURES.contains(&arch) {
             continue;
         }
         let mut out = serde_json::Map::new();
@@ -628,4 +655,216 @@ pub fn bundled_models(package: &Path) -> Result<Value, Error> {
         models.insert(stem.replacen("--", "/", 1), Value::Object(out));
     }
     Ok(json!({"source": format!("{PACKAGE} {}: model_configs/", package_version(package)), "models": models}))
+}
+
+/// The MoE expert-compute table (`moe_perf`, kept for [`MOE_SHAPES`]) and the MLA tables
+/// (`context_mla_perf`, `generation_mla_perf`, `mla_bmm_perf`, and the module tables
+/// `mla_context_module_perf` / `mla_generation_module_perf`), read as the reference loads
+/// them: sources nearest version first, the first value of a repeated point kept.
+fn moe_and_mla(
+    data_root: &Path,
+    package: &Path,
+    backend: &str,
+    version: &str,
+    slices: &mut Vec<Slice>,
+    tables: &mut Vec<Value>,
+) -> Result<(), Error> {
+    let str_at = |_: &Table, row: &Row, i: usize| as_str(field(row, i)).unwrap_or("").to_string();
+    // MoE: by (quant, distribution, shape), points along num_tokens.
+    {
+        let src = sources(data_root, "moe", backend, version, "moe_perf.parquet")?;
+        type Key = (String, String, u32, u32, u32, u32, u32, u32);
+        let mut by_key: BTreeMap<Key, Points<u32>> = BTreeMap::new();
+        let (mut rows, mut kept, mut power_seen) = (0usize, 0usize, false);
+        for p in &src {
+            let t = Table::read(p)?;
+            let c = |n: &str| t.need(n, p);
+            let (q, nt, h, inter, topk, ne, mtp, mep, dist, lat) = (
+                c("moe_dtype")?,
+                c("num_tokens")?,
+                c("hidden_size")?,
+                c("inter_size")?,
+                c("topk")?,
+                c("num_experts")?,
+                c("moe_tp_size")?,
+                c("moe_ep_size")?,
+                c("distribution")?,
+                c("latency")?,
+            );
+            let (pw, ks, de) = (t.col("power"), t.col("kernel_source"), t.col("default_eligible"));
+            for row in &t.rows {
+                rows += 1;
+                let shape = (
+                    as_u32(field(row, h), "hidden_size")?,
+                    as_u32(field(row, inter), "inter_size")?,
+                    as_u32(field(row, topk), "topk")?,
+                    as_u32(field(row, ne), "num_experts")?,
+                );
+                if !MOE_SHAPES.contains(&shape) {
+                    continue;
+                }
+                let source = ks.map(|i| str_at(&t, row, i)).unwrap_or_default();
+                // Lanes outside the default merge (the low-latency nvfp4 kernel, rows marked
+                // not default-eligible) are not read by the default query.
+                if source == "moe_torch_flow_min_latency" || de.is_some_and(|i| matches!(field(row, i), Field::Bool(false))) {
+                    continue;
+                }
+                let mut quant = str_at(&t, row, q);
+                quant = match (quant.as_str(), source.as_str()) {
+                    ("w4a8_mxfp4_mxfp8", "sglang_mxfp4_flashinfer_trtllm_moe") => "w4a8_mxfp4_mxfp8_trtllm".into(),
+                    ("w4a16_mxfp4", "sglang_flashinfer_cutlass_moe") => "w4a16_mxfp4_cutlass".into(),
+                    ("w4a16_mxfp4", "sglang_mxfp4_humming_moe") => "w4a16_mxfp4_humming".into(),
+                    _ => quant,
+                };
+                let key: Key = (
+                    quant,
+                    str_at(&t, row, dist),
+                    shape.0,
+                    shape.1,
+                    shape.2,
+                    shape.3,
+                    as_u32(field(row, mtp), "moe_tp_size")?,
+                    as_u32(field(row, mep), "moe_ep_size")?,
+                );
+                let power = pw.and_then(|i| as_opt_f64(field(row, i)));
+                power_seen |= power.is_some();
+                kept += 1;
+                by_key
+                    .entry(key)
+                    .or_default()
+                    .entry(as_u32(field(row, nt), "num_tokens")?)
+                    .or_insert((as_f64(field(row, lat), "latency")?, power));
+            }
+        }
+        for (i, (k, curve)) in by_key.iter().enumerate() {
+            let key = json!({"quant": k.0, "distribution": k.1, "hidden": k.2, "inter": k.3, "topk": k.4, "experts": k.5, "moe_tp": k.6, "moe_ep": k.7});
+            let mut s = new_slice("moe", key, &["num_tokens"], format!("moe.{i}"), power_seen);
+            for (&m, &(l, p)) in curve {
+                s.coords.push(m);
+                s.latency.push(l);
+                if let Some(pv) = &mut s.power {
+                    pv.push(p.unwrap_or(0.0));
+                }
+            }
+            slices.push(s);
+        }
+        tables.push(json!({"table": "moe_perf", "sources": src.iter().map(|p| rel(package, p)).collect::<Vec<_>>(), "rows": rows, "kept_rows": kept,
+            "kept": "the expert shapes of DeepSeek-V3/R1, Qwen3-235B-A22B, Qwen3-30B-A3B; the default lanes (not moe_torch_flow_min_latency, not default_eligible=false); first value of a repeated point"}));
+    }
+    // MLA attention (context: heads × sequence × batch by (fmha, kv); generation: heads ×
+    // batch × (isl + step) by kv), the BMMs (tokens by (quant, pre/post, heads)) and the
+    // module tables (by (fmha, kv, gemm) resp. (kv, gemm); DeepSeek's native 128 heads).
+    for (basename, kind) in [
+        ("context_mla_perf.parquet", "context_mla"),
+        ("generation_mla_perf.parquet", "generation_mla"),
+        ("mla_context_module_perf.parquet", "context_mla_module"),
+        ("mla_generation_module_perf.parquet", "generation_mla_module"),
+        ("mla_bmm_perf.parquet", "mla_bmm"),
+    ] {
+        let src = sources(data_root, if kind == "mla_bmm" { "mla_bmm" } else { "mla" }, backend, version, basename)?;
+        if src.is_empty() {
+            continue;
+        }
+        let mut by_key: BTreeMap<Vec<String>, Points<Vec<u32>>> = BTreeMap::new();
+        let (mut rows, mut power_seen) = (0usize, false);
+        for p in &src {
+            let t = Table::read(p)?;
+            let pw = t.col("power");
+            let col = |n: &str| t.need(n, p);
+            for row in &t.rows {
+                rows += 1;
+                let u = |n: &str| -> Result<u32, Error> { as_u32(field(row, col(n)?), n) };
+                let s_ = |n: &str| -> Result<String, Error> { Ok(str_at(&t, row, col(n)?)) };
+                let (key, point) = match kind {
+                    "context_mla" => (vec![s_("mla_dtype")?, s_("kv_cache_dtype")?], vec![u("num_heads")?, u("isl")?, u("batch_size")?]),
+                    "generation_mla" => (vec![s_("kv_cache_dtype")?], vec![u("num_heads")?, u("batch_size")?, u("isl")? + u("step")?]),
+                    "context_mla_module" | "generation_mla_module" => {
+                        // Only DeepSeek's rows (native 128 heads) are kept: the model servesim times.
+                        let model = s_("model")?;
+                        if !matches!(model.as_str(), "deepseek-ai/DeepSeek-V3" | "deepseek-ai/DeepSeek-R1" | "nvidia/DeepSeek-V3.1-NVFP4") {
+                            continue;
+                        }
+                        let mut k = vec![s_("kv_cache_dtype")?, s_("gemm_type")?];
+                        let pt = if kind == "context_mla_module" {
+                            k.insert(0, s_("mla_dtype")?);
+                            vec![u("num_heads")?, u("isl")?, u("batch_size")?]
+                        } else {
+                            vec![u("num_heads")?, u("batch_size")?, u("isl")? + u("step")?]
+                        };
+                        (k, pt)
+                    }
+                    _ => (vec![s_("bmm_dtype")?, s_("op_name")?, u("num_heads")?.to_string()], vec![u("num_tokens")?]),
+                };
+                let power = pw.and_then(|i| as_opt_f64(field(row, i)));
+                power_seen |= power.is_some();
+                by_key.entry(key).or_default().entry(point).or_insert((as_f64(field(row, col("latency")?), "latency")?, power));
+            }
+        }
+        for (i, (k, grid)) in by_key.iter().enumerate() {
+            let (key, axes): (Value, &[&str]) = match kind {
+                "context_mla" => (json!({"fmha": k[0], "kv": k[1]}), &["num_heads", "seq_len", "batch"]),
+                "generation_mla" => (json!({"kv": k[0]}), &["num_heads", "batch", "seq_len"]),
+                "context_mla_module" => (json!({"fmha": k[0], "kv": k[1], "gemm": k[2]}), &["num_heads", "seq_len", "batch"]),
+                "generation_mla_module" => (json!({"kv": k[0], "gemm": k[1]}), &["num_heads", "batch", "seq_len"]),
+                _ => (json!({"quant": k[0], "op": k[1], "heads": k[2].parse::<u32>().unwrap_or(0)}), &["num_tokens"]),
+            };
+            let mut s = new_slice(kind, key, axes, format!("{kind}.{i}"), power_seen);
+            for (pt, &(l, p)) in grid {
+                s.coords.extend(pt);
+                s.latency.push(l);
+                if let Some(pv) = &mut s.power {
+                    pv.push(p.unwrap_or(0.0));
+                }
+            }
+            slices.push(s);
+        }
+        tables.push(json!({"table": basename.trim_end_matches(".parquet"), "sources": src.iter().map(|p| rel(package, p)).collect::<Vec<_>>(), "rows": rows,
+            "kept": "first value of a repeated point (tp_size is not a key: the reference ignores it); module tables: DeepSeek's rows only"}));
+    }
+    Ok(())
+}
+
+/// NCCL collectives (`comm/nccl/<misc.nccl_version>/nccl_perf.parquet`, framework-agnostic),
+/// half precision: message elements → latency by (operation, GPUs). The MoE dispatch under
+/// attention data parallelism gathers and scatters tokens with them.
+fn nccl(package: &Path, system: &str, data_root: &Path, slices: &mut Vec<Slice>, tables: &mut Vec<Value>) -> Result<(), Error> {
+    let path = package.join("systems").join(format!("{system}.yaml"));
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let docs = yaml_rust2::YamlLoader::load_from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let Some(version) = docs[0]["misc"]["nccl_version"].as_str().map(str::to_string) else { return Ok(()) };
+    let p = data_root.join("comm").join("nccl").join(&version).join("nccl_perf.parquet");
+    if !p.is_file() {
+        return Ok(());
+    }
+    let t = Table::read(&p)?;
+    let (op, dt, g, ms, lat) =
+        (t.need("op_name", &p)?, t.need("nccl_dtype", &p)?, t.need("num_gpus", &p)?, t.need("message_size", &p)?, t.need("latency", &p)?);
+    let pw = t.col("power");
+    let mut by_key: BTreeMap<(String, u32), Points<u32>> = BTreeMap::new();
+    let mut power_seen = false;
+    for row in &t.rows {
+        if as_str(field(row, dt)) != Some("half") {
+            continue;
+        }
+        let power = pw.and_then(|i| as_opt_f64(field(row, i)));
+        power_seen |= power.is_some();
+        by_key
+            .entry((as_str(field(row, op)).unwrap_or("").to_string(), as_u32(field(row, g), "num_gpus")?))
+            .or_default()
+            .entry(as_u32(field(row, ms), "message_size")?)
+            .or_insert((as_f64(field(row, lat), "latency")?, power));
+    }
+    for (i, ((name, gpus), curve)) in by_key.iter().enumerate() {
+        let mut s = new_slice("nccl", json!({"op": name, "gpus": gpus}), &["message_size"], format!("nccl.{i}"), power_seen);
+        for (&m, &(l, pv)) in curve {
+            s.coords.push(m);
+            s.latency.push(l);
+            if let Some(v) = &mut s.power {
+                v.push(pv.unwrap_or(0.0));
+            }
+        }
+        slices.push(s);
+    }
+    tables.push(json!({"table": "nccl_perf", "sources": [rel(package, &p)], "rows": t.rows.len(), "kept": "nccl_dtype half; first value of a repeated point"}));
+    Ok(())
 }

@@ -164,6 +164,20 @@ pub enum CapacitySchedulerPolicy {
     GuaranteedNoEvict,
 }
 
+/// Engine arguments resolved and checked once ([`EngineArgs::resolve`]): engines are built
+/// only from these, so a pool's arguments are validated once, not once per rank, and no core
+/// reads a field whose 0 or absence means "the default" (`block_size` and `num_gpu_blocks`
+/// hold the values in force). Reads as [`EngineArgs`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedArgs(EngineArgs);
+
+impl std::ops::Deref for ResolvedArgs {
+    type Target = EngineArgs;
+    fn deref(&self) -> &EngineArgs {
+        &self.0
+    }
+}
+
 /// `engine` section of the launch configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -378,7 +392,7 @@ impl LaunchConfig {
     pub fn from_json(value: &serde_json::Value) -> Result<Self, ArgsError> {
         let mut cfg: LaunchConfig =
             serde_path_to_error::deserialize(value).map_err(|e| ArgsError(format!("{}: {}", e.path(), e.inner())))?;
-        cfg.engine.resolve()?;
+        cfg.engine.fill_unset()?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -450,7 +464,7 @@ impl EngineArgs {
     pub fn from_json(value: &serde_json::Value) -> Result<Self, ArgsError> {
         let mut args: EngineArgs =
             serde_path_to_error::deserialize(value).map_err(|e| ArgsError(format!("engine.{}: {}", e.path(), e.inner())))?;
-        args.resolve()?;
+        args.fill_unset()?;
         args.validate()?;
         Ok(args)
     }
@@ -462,7 +476,7 @@ impl EngineArgs {
     /// Only the resolved copy is run: a scenario keeps its unset fields unset, so a page that
     /// sends the scenario back (with another GPU, say) gets the pool of the settings it shows,
     /// not the one derived for the previous settings.
-    pub fn resolve(&mut self) -> Result<(), ArgsError> {
+    pub fn fill_unset(&mut self) -> Result<(), ArgsError> {
         if let TimingModel::Roofline(r) = &self.timing_model {
             let model = crate::perf::roofline::Roofline::new(r).map_err(|e| ArgsError(format!("engine.timing_model.{e}")))?;
             if self.num_gpu_blocks.is_none() {
@@ -493,11 +507,24 @@ impl EngineArgs {
         Ok(())
     }
 
-    /// A resolved copy (see [`EngineArgs::resolve`]).
+    /// A copy with what the user left unset filled in (see [`EngineArgs::fill_unset`]): the
+    /// arguments a scenario reports.
     pub fn resolved(&self) -> Result<EngineArgs, ArgsError> {
         let mut a = self.clone();
-        a.resolve()?;
+        a.fill_unset()?;
         Ok(a)
+    }
+
+    /// The arguments an engine runs with, produced once per pool: unset values derived
+    /// ([`EngineArgs::fill_unset`]), the backend's defaults written into the fields whose
+    /// 0 or absence means "default" (`block_size`, `num_gpu_blocks`), and the whole checked.
+    pub fn resolve(&self) -> Result<ResolvedArgs, ArgsError> {
+        let mut a = self.clone();
+        a.fill_unset()?;
+        a.block_size = a.block_size();
+        a.num_gpu_blocks = Some(a.num_gpu_blocks());
+        a.validate()?;
+        Ok(ResolvedArgs(a))
     }
 
     /// KV blocks per data-parallel rank: the value set, else Dynamo's default. With a
@@ -807,8 +834,8 @@ mod tests {
         h200.timing_model = serde_json::from_value(json!({"type": "roofline", "model": "llama-3.1-70b", "gpu": "h200", "tp": 4})).unwrap();
         assert_eq!(h100.resolved().unwrap().num_gpu_blocks(), 7004);
         assert_eq!(h200.resolved().unwrap().num_gpu_blocks(), 17475);
-        h100.resolve().unwrap();
-        h200.resolve().unwrap();
+        h100.fill_unset().unwrap();
+        h200.fill_unset().unwrap();
         assert_eq!((h100.kv_bytes_per_token, h200.kv_bytes_per_token), (Some(327_680), Some(327_680)));
         let e = EngineArgs::from_json(&json!({"timing_model": {"type": "roofline", "model": "nope", "gpu": "h100"}})).unwrap_err();
         assert!(e.0.contains("engine.timing_model.model: unknown preset `nope`"), "{e}");

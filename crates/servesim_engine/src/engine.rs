@@ -2,9 +2,12 @@
 //! `sched/contract.rs` ([`Scheduler`], [`HandOff`]), whose pass output is in
 //! `sched/output.rs`. A core has no clock: `step` computes a pass and says how long it takes;
 //! the harness owns time, applies the pass's effects at its end, and tells a core whose
-//! connector runs transfers (`TransferClock`) the time of each pass and each deadline.
+//! connector runs transfers (`TransferClock`) the time of each pass and each deadline (the
+//! harness queues each idle rank's next deadline as an event and comes back then). An engine
+//! is built from [`ResolvedArgs`] (`EngineArgs::resolve`, once per pool): it validates
+//! nothing itself, and reads no field whose 0 or absence means "the default".
 
-use crate::args::{ArgsError, Backend, EngineArgs};
+use crate::args::{ArgsError, Backend, ResolvedArgs};
 use crate::kv::KvEvent;
 use crate::metrics::RankMetrics;
 use crate::sched::contract::{HandOff, KvBlocks, RankSetup, Scheduler, TransferClock};
@@ -27,16 +30,7 @@ impl Engine {
     /// Builds one rank's core. With more than one rank SGLang runs DP attention, which splits
     /// the chunked-prefill size between the ranks and scales `schedule_conservativeness` by
     /// 0.3 (both measured on the reference); the vLLM core is the same on every rank.
-    pub fn new(args: &EngineArgs, setup: &RankSetup) -> Result<Self, ArgsError> {
-        // Unset values (a roofline's pool) are derived here if the caller has not done it.
-        let resolved;
-        let args = if args.num_gpu_blocks.is_none() {
-            resolved = args.resolved()?;
-            &resolved
-        } else {
-            args
-        };
-        args.validate()?;
+    pub fn new(args: &ResolvedArgs, setup: &RankSetup) -> Result<Self, ArgsError> {
         match args.backend {
             // TRT-LLM runs the vLLM core under its own capacity policy (guaranteed no evict).
             Backend::Vllm | Backend::Trtllm => Ok(Engine::Vllm(VllmCore::new(args, setup)?)),
@@ -69,6 +63,9 @@ impl Scheduler for Engine {
     }
     fn step(&mut self) -> &PassOutput {
         dispatch!(self, c => c.step())
+    }
+    fn step_into(&mut self, out: &mut Box<PassOutput>) {
+        dispatch!(self, c => c.step_into(out))
     }
     fn has_work(&self) -> bool {
         dispatch!(self, c => c.has_work())
@@ -144,6 +141,9 @@ impl HandOff for Engine {
     }
     fn idle_with_queue(&self) -> bool {
         dispatch!(self, c => c.idle_with_queue())
+    }
+    fn holds_for_handoff(&self) -> bool {
+        dispatch!(self, c => c.holds_for_handoff())
     }
     fn idle_pass(&mut self) {
         dispatch!(self, c => c.idle_pass())

@@ -11,7 +11,7 @@ pub mod perf;
 pub mod sched;
 pub mod sequence;
 
-pub use args::{ArgsError, Backend, EngineArgs, LaunchConfig, WorkerType};
+pub use args::{ArgsError, Backend, EngineArgs, LaunchConfig, ResolvedArgs, WorkerType};
 pub use engine::Engine;
 pub use metrics::RankMetrics;
 pub use sched::contract::{HandOff, KvBlocks, RankSetup, Scheduler, TransferClock};

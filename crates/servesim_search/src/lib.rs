@@ -12,10 +12,10 @@
 pub mod predict;
 
 use js_sys::{Object, Reflect, Uint8Array};
-use servesim_sim::build::parse_trace;
-use servesim_sim::workload::Workload;
-use servesim_sim::workload::mooncake::TraceOptions;
-use servesim_sim::{Files, SimError};
+use servesim_sim::SimError;
+/// The page's files (the engine module's, shared): this module keeps no store of
+/// measured-kernel files, so they come by name like every other file (`kernels: None`).
+pub(crate) use servesim_sim::Uploads;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
@@ -42,34 +42,6 @@ pub(crate) fn read_file(files: &Option<Object>, name: &str) -> Result<Vec<u8>, S
     };
     match value.dyn_into::<Uint8Array>() {
         Ok(bytes) => Ok(bytes.to_vec()),
-        Err(_) => Err(SimError::new(format!("`{name}` is not loaded (upload the file)"))),
-    }
-}
-
-/// The page's files: the uploaded trace and everything else by name (measured-kernel data
-/// files too: this module keeps no store of its own).
-pub(crate) struct Uploads<'a> {
-    pub trace: Option<&'a [u8]>,
-    pub read: &'a mut dyn FnMut(&str) -> Result<Vec<u8>, SimError>,
-}
-
-impl Files for Uploads<'_> {
-    fn read(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
-        (self.read)(name)
-    }
-
-    fn trace(&mut self, name: &str, opts: TraceOptions) -> Result<Workload, SimError> {
-        let Some(bytes) = self.trace else {
-            return Err(SimError::new(format!("workload.path: the trace `{name}` is not loaded (upload the file)")));
-        };
-        parse_trace(bytes, opts, name)
-    }
-
-    fn unnamed_trace(&self) -> Option<&str> {
-        Some("trace.jsonl")
-    }
-
-    fn kernel_file(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
-        (self.read)(name)
+        Err(_) => servesim_sim::build::no_files(name),
     }
 }

@@ -44,7 +44,7 @@ pub fn dynosim_to_scenario(
     #[wasm_bindgen(unchecked_optional_param_type = "Record<string, Uint8Array>")] files: Option<Object>,
 ) -> Result<String, JsError> {
     let sets = sets_of(sets_json)?;
-    let mut uploads = Uploads { trace: None, read: &mut |name| read_file(&files, name) };
+    let mut uploads = Uploads { trace: None, read: &mut |name| read_file(&files, name), kernels: None };
     let m = predict::predict(yaml, SOURCE, &sets, &mut uploads).map_err(js_err)?;
     Ok(mapped_json(&m).to_string())
 }
@@ -112,7 +112,7 @@ impl Recommendation {
         let files = self.files.clone();
         let mut out = Vec::new();
         for c in batch {
-            let mut uploads = Uploads { trace: None, read: &mut |name| read_file(&files, name) };
+            let mut uploads = Uploads { trace: None, read: &mut |name| read_file(&files, name), kernels: None };
             let mut entry = json!({"id": c.id, "set": c.set.iter().cloned().collect::<serde_json::Map<_, _>>(), "yaml": predict::yaml::emit(&c.doc.to_json())});
             let mapped = predict::map_candidate(&self.search, &c, &mut uploads);
             if self.objectives.len() <= c.id {
@@ -222,7 +222,7 @@ impl CandidateRun {
             None | Some("null") => None,
             Some(o) => Some(serde_json::from_str(o).map_err(js_err)?),
         };
-        let mut uploads = Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name) };
+        let mut uploads = Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name), kernels: None };
         let sim =
             build(&Input::Scenario(s), &mut uploads, &BuildOptions { timeseries: false, ..BuildOptions::default() }).map_err(js_err)?;
         let n = sim.num_requests();

@@ -96,6 +96,48 @@ impl Files for DirFiles {
     }
 }
 
+/// The page's files as a run reads them, without copying them in (both wasm modules use it):
+/// the uploaded trace (whatever the scenario calls it), other uploads by name through `read`
+/// (NPZ profiles, model configs), and measured-kernel files through `kernels` (the engine
+/// module's own store), or through `read` when there is none.
+pub struct Uploads<'a> {
+    pub trace: Option<&'a [u8]>,
+    pub read: &'a mut dyn FnMut(&str) -> Result<Vec<u8>, SimError>,
+    pub kernels: Option<ReadFile>,
+}
+
+/// Reads a file by name.
+pub type ReadFile = fn(&str) -> Result<Vec<u8>, SimError>;
+
+/// A `read` for runs with no uploaded files.
+pub fn no_files(name: &str) -> Result<Vec<u8>, SimError> {
+    Err(SimError::new(format!("`{name}` is not loaded (upload the file)")))
+}
+
+impl Files for Uploads<'_> {
+    fn read(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
+        (self.read)(name)
+    }
+
+    fn trace(&mut self, name: &str, opts: TraceOptions) -> Result<Workload, SimError> {
+        let Some(bytes) = self.trace else {
+            return Err(SimError::new(format!("workload.path: the trace `{name}` is not loaded (upload the file)")));
+        };
+        parse_trace(bytes, opts, name)
+    }
+
+    fn unnamed_trace(&self) -> Option<&str> {
+        Some("trace.jsonl")
+    }
+
+    fn kernel_file(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
+        match self.kernels {
+            Some(kernels) => kernels(name),
+            None => (self.read)(name),
+        }
+    }
+}
+
 /// Files handed over in memory (uploads in the page), by name.
 #[derive(Clone, Debug, Default)]
 pub struct MemFiles {
@@ -148,7 +190,15 @@ impl Files for MemFiles {
 /// Measured-kernel files among in-memory files are named `kernels/NAME`.
 pub const KERNEL_PREFIX: &str = "kernels/";
 
+/// Without the trace readers (the page's first module): refused with the words that make the
+/// page load the full one.
+#[cfg(not(feature = "trace-files"))]
+pub fn parse_trace(_bytes: &[u8], _opts: TraceOptions, name: &str) -> Result<Workload, SimError> {
+    Err(SimError::left_out(&format!("{name}: the trace reader")))
+}
+
 /// Parses a trace held in memory; `name` names it in errors.
+#[cfg(feature = "trace-files")]
 pub fn parse_trace(bytes: &[u8], opts: TraceOptions, name: &str) -> Result<Workload, SimError> {
     match std::str::from_utf8(bytes) {
         Ok(text) => formats::read_text(text, opts, name),

@@ -6,9 +6,19 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimError(pub String);
 
+/// The words every error about a part left out of a build carries (`left_out`): the page's
+/// engine worker, running the smaller first module, loads the full one when it reads them.
+pub const LEFT_OUT: &str = "is not in this build of the engine";
+
 impl SimError {
     pub fn new(msg: impl Into<String>) -> Self {
         SimError(msg.into())
+    }
+
+    /// A part this build was compiled without (the cargo features `measured-kernels`,
+    /// `npz-profiles`, `trace-files`): `what` names it, as the user chose it.
+    pub fn left_out(what: &str) -> Self {
+        SimError(format!("{what} {LEFT_OUT} (the full build has it)"))
     }
 }
 

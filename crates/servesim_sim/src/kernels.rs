@@ -12,8 +12,10 @@ use crate::scenario::SimConfig;
 use serde_json::Value;
 use servesim_engine::perf::ais::data::KernelData;
 use servesim_engine::perf::ais::memory::{KvPool, default_fraction};
+#[cfg(feature = "measured-kernels")]
+use servesim_engine::perf::ais::resolve_model;
 use servesim_engine::perf::ais::sorted::SortedMap;
-use servesim_engine::perf::ais::{AisArgs, AisModel, resolve_model};
+use servesim_engine::perf::ais::{AisArgs, AisModel};
 use servesim_engine::{EngineArgs, LaunchConfig};
 use std::sync::Arc;
 
@@ -271,10 +273,26 @@ struct BundledModel<'a> {
 }
 
 enum Built {
+    #[cfg_attr(not(feature = "measured-kernels"), allow(dead_code))]
     Field(String),
     File(SimError),
 }
 
+/// Without the data reader and the model's construction (the page's first module): every
+/// measured-kernel scenario is refused with the words that make the page load the full one.
+#[cfg(not(feature = "measured-kernels"))]
+fn build_model(
+    _args: &AisArgs,
+    _engine: &EngineArgs,
+    _index: &Value,
+    _models: &mut Option<Value>,
+    _data: &mut SortedMap<String, Arc<KernelData>>,
+    _files: &mut dyn Files,
+) -> Result<AisModel, Built> {
+    Err(Built::File(SimError::left_out("measured-kernel timing")))
+}
+
+#[cfg(feature = "measured-kernels")]
 fn build_model(
     args: &AisArgs,
     engine: &EngineArgs,

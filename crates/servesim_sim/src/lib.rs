@@ -16,8 +16,8 @@ pub mod sim;
 pub mod sweep;
 pub mod workload;
 
-pub use build::{BuildOptions, DirFiles, Files, Input, Interval, KERNEL_PREFIX, MemFiles, build, default_kernel_dir};
-pub use error::SimError;
+pub use build::{BuildOptions, DirFiles, Files, Input, Interval, KERNEL_PREFIX, MemFiles, Uploads, build, default_kernel_dir};
+pub use error::{LEFT_OUT, SimError};
 pub use report::RunReport;
 pub use scenario::{Scenario, SimConfig};
 pub use sim::Simulation;

@@ -1,11 +1,16 @@
-//! The event queue of the virtual clock: pass ends and KV transfers, ordered by time, then
-//! phase (pass ends before transfers), then a tie-break fixed by the reference.
+//! The event queue of the virtual clock: transfer deadlines of the offload tiers, pass ends
+//! and KV hand-off transfers, ordered by time, then phase (an idle worker's transfer
+//! deadline first, then pass ends, then hand-off transfers), then a tie-break fixed by the
+//! reference.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum EventKind {
+    /// A transfer of rank `rank`'s offload tiers is due (checked when popped: a busy
+    /// worker's transfers land only at its pass end, and a deadline that moved is stale).
+    TransferDeadline { rank: u32 },
     /// Worker `worker`'s pass ends (all its data-parallel ranks).
     PassEnd { worker: u32 },
     /// Request `request`'s prompt KV reached decode rank `rank`.
@@ -22,16 +27,19 @@ pub(crate) struct Event {
 impl Event {
     fn phase(&self) -> u8 {
         match self.kind {
-            EventKind::PassEnd { .. } => 0,
-            EventKind::TransferDone { .. } => 1,
+            EventKind::TransferDeadline { .. } => 0,
+            EventKind::PassEnd { .. } => 1,
+            EventKind::TransferDone { .. } => 2,
         }
     }
 
     /// Within a phase, worker identity orders simultaneous pass ends (not the order the
-    /// passes started: measured on the reference); transfers go in the order they started.
+    /// passes started: measured on the reference) and rank order the deadlines (idle
+    /// workers settle in worker order); transfers go in the order they started.
     fn tie(&self) -> u64 {
         match self.kind {
             EventKind::PassEnd { worker } => worker as u64,
+            EventKind::TransferDeadline { rank } => rank as u64,
             EventKind::TransferDone { .. } => self.seq,
         }
     }
@@ -69,6 +77,16 @@ impl EventQueue {
     /// When the next event is due.
     pub fn next_time(&self) -> Option<f64> {
         self.heap.peek().map(|e| e.0.at_ms)
+    }
+
+    /// The next event, without taking it.
+    pub fn peek(&self) -> Option<&Event> {
+        self.heap.peek().map(|e| &e.0)
+    }
+
+    /// Takes the next event.
+    pub fn pop(&mut self) -> Option<Event> {
+        self.heap.pop().map(|e| e.0)
     }
 
     /// The next event due by `t`, if any.

@@ -97,7 +97,8 @@ export interface G2Domain {
  * `summary()`: Dynamo's replay-summary keys and servesim's, every one declared (a test holds
  * real summaries to this list). A figure that is not a finite number is `null`; the goodput
  * figures are there only with an SLA, `meets_slo` only with an SLO, the image figures only
- * with images, the tier counters only with offload tiers.
+ * with images, the tier counters only with offload tiers, the trajectory figures only with a
+ * request-graph trace.
  */
 export type Summary = {
   num_requests: number;
@@ -146,7 +147,12 @@ export type Summary = {
   encoder_cache_hit_ratio?: number;
   encoder_cache_lookups?: number;
   meets_slo?: boolean;
-} & { [K in `${SummaryStat}_${SummaryMeasure}`]: number };
+  /** With a request-graph trace (agentic_mooncake, Dynamo's agent_context): its plays. */
+  total_trajectories?: number;
+  completed_trajectories?: number;
+  incomplete_trajectories?: number;
+  p50_trajectory_e2e_latency_ms?: number;
+} & { [K in `${SummaryStat}_${SummaryMeasure}`]: number } & { [K in `${SummaryStat}_trajectory_e2e_latency_ms`]?: number };
 
 /** A summary key whose value is a number (every key but the tier counters and `meets_slo`). */
 export type SummaryNumberKey = { [K in keyof Summary]-?: Summary[K] extends number | undefined ? K : never }[keyof Summary];

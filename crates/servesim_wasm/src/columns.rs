@@ -1,45 +1,14 @@
 //! Plain-Rust conversions behind the JS handle: the page's uploads as the files a run reads,
 //! per-request records as columns, and the harness's time series as columns.
 
-use servesim_sim::build::parse_trace;
+pub use servesim_sim::build::no_files;
 use servesim_sim::report::timeseries::TimeSeries;
 use servesim_sim::report::{RequestRecord, Status};
-use servesim_sim::workload::Workload;
-use servesim_sim::workload::mooncake::TraceOptions;
-use servesim_sim::{Files, SimError};
 
-/// A `read` for runs with no uploaded files.
-pub fn no_files(name: &str) -> Result<Vec<u8>, SimError> {
-    Err(SimError::new(format!("`{name}` is not loaded (upload the file)")))
-}
+pub use servesim_sim::Uploads;
 
-/// The page's files: the uploaded trace (whatever the scenario calls it) and other uploads
-/// (NPZ profiles), handed over by `read` under the names the scenario gives them.
-pub struct Uploads<'a> {
-    pub trace: Option<&'a [u8]>,
-    pub read: &'a mut dyn FnMut(&str) -> Result<Vec<u8>, SimError>,
-}
-
-impl Files for Uploads<'_> {
-    fn read(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
-        (self.read)(name)
-    }
-
-    fn trace(&mut self, name: &str, opts: TraceOptions) -> Result<Workload, SimError> {
-        let Some(bytes) = self.trace else {
-            return Err(SimError::new(format!("workload.path: the trace `{name}` is not loaded (upload the file)")));
-        };
-        parse_trace(bytes, opts, name)
-    }
-
-    fn unnamed_trace(&self) -> Option<&str> {
-        Some("trace.jsonl")
-    }
-
-    fn kernel_file(&mut self, name: &str) -> Result<Vec<u8>, SimError> {
-        crate::kernels::get(name)
-    }
-}
+/// Where this module's runs read measured-kernel files: its own store ([`crate::kernels`]).
+pub const KERNELS: Option<servesim_sim::build::ReadFile> = Some(crate::kernels::get);
 
 /// Named columns of equal length.
 pub type Columns = Vec<(&'static str, Vec<f64>)>;
@@ -171,12 +140,12 @@ pub fn engine_series(ts: &TimeSeries) -> Series {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_sim::{BuildOptions, Input, Interval, Scenario, Simulation, build};
+    use servesim_sim::{BuildOptions, Input, Interval, Scenario, SimError, Simulation, build};
 
     type Read<'a> = &'a mut dyn FnMut(&str) -> Result<Vec<u8>, SimError>;
 
     fn build_with(s: &Scenario, trace: Option<&str>, interval: Interval, read: Read) -> Result<Simulation, SimError> {
-        let mut files = Uploads { trace: trace.map(str::as_bytes), read };
+        let mut files = Uploads { trace: trace.map(str::as_bytes), read, kernels: KERNELS };
         build(&Input::Scenario(s.clone()), &mut files, &BuildOptions { interval, timeseries: true })
     }
 

@@ -5,7 +5,8 @@
 //! A large run is recorded over a time window only, and to at most a number of bytes: the
 //! recording says which, so the page can say so.
 
-use crate::{Uploads, js_err, read_file};
+use crate::columns::{KERNELS, Uploads};
+use crate::{js_err, read_file};
 use js_sys::Object;
 use servesim_sim::report::events::{EventSink, JsonLines, SimEvent};
 use servesim_sim::{BuildOptions, Input, Scenario, build};
@@ -70,7 +71,8 @@ impl EventRecording {
             return Err(JsError::new("the recording window must have from_ms <= to_ms"));
         }
         let scenario = Scenario::from_json_str(scenario_json).map_err(js_err)?;
-        let mut uploads = Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name) };
+        let mut uploads =
+            Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name), kernels: KERNELS };
         // As `servesim run --events` builds it (no time series: they change no event).
         let opts = BuildOptions { timeseries: false, ..BuildOptions::default() };
         let sim = build(&Input::Scenario(scenario), &mut uploads, &opts).map_err(js_err)?;

@@ -12,11 +12,12 @@
 pub mod columns;
 pub mod events;
 pub mod kernels;
+#[cfg(feature = "full")]
 pub mod sweep;
 pub mod tiers;
 mod types;
 
-use columns::{Columns, Series, Uploads};
+use columns::{Columns, KERNELS, Series, Uploads};
 use js_sys::{Array, Float64Array, Object, Reflect, Uint8Array};
 use serde::Serialize;
 use servesim_sim::report::Status;
@@ -29,8 +30,31 @@ pub fn start() {
     console_error_panic_hook::set_once();
 }
 
+thread_local! {
+    /// The last error named a part this build leaves out ([`servesim_sim::LEFT_OUT`]).
+    static LEFT_OUT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 fn js_err(e: impl std::fmt::Display) -> JsError {
-    JsError::new(&e.to_string())
+    let msg = e.to_string();
+    if msg.contains(servesim_sim::LEFT_OUT) {
+        LEFT_OUT.with(|l| l.set(true));
+    }
+    JsError::new(&msg)
+}
+
+/// Whether the last call that failed needs a part this build leaves out (once): the page's
+/// first module is built without trace files, measured-kernel data and NPZ profiles; on
+/// `true` its worker loads the full module and calls again. Always `false` in the full one.
+#[wasm_bindgen(js_name = needsFullEngine)]
+pub fn needs_full_engine() -> bool {
+    LEFT_OUT.with(|l| l.replace(false))
+}
+
+/// Whether this is the full build (`false`: the page's first module).
+#[wasm_bindgen(js_name = isFullEngine)]
+pub fn is_full_engine() -> bool {
+    cfg!(feature = "full")
 }
 
 fn to_js<T: Serialize + ?Sized>(v: &T) -> Result<JsValue, JsError> {
@@ -126,7 +150,7 @@ pub fn inspect_scenario(json: &str) -> Result<String, JsError> {
     let s = Scenario::from_json_str(json).map_err(js_err)?;
     let config = if s.engine.timing_model.ais().is_some() {
         let mut no_files = columns::no_files;
-        let mut files = Uploads { trace: None, read: &mut no_files };
+        let mut files = Uploads { trace: None, read: &mut no_files, kernels: KERNELS };
         servesim_sim::report::config::effective_loaded(&s, &mut files).map_err(js_err)?
     } else {
         servesim_sim::report::config::effective(&s).map_err(js_err)?
@@ -158,6 +182,7 @@ pub fn presets() -> Result<String, JsError> {
 /// `trace` is the trace file's bytes, `files` maps NPZ profile paths (as the case writes them)
 /// to their bytes. Bytes both ways, not strings: a 20k-request trace and its answer are
 /// megabytes, and converting them to and from JS strings was 4 % of a replay.
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = replayCase)]
 pub fn replay_case(
     case_json: &str,
@@ -166,7 +191,7 @@ pub fn replay_case(
     #[wasm_bindgen(unchecked_optional_param_type = "Record<string, Uint8Array>")] files: Option<Object>,
 ) -> Result<Vec<u8>, JsError> {
     let case = servesim_sim::replay::Case::from_json_str(case_json, source).map_err(js_err)?;
-    let mut uploads = Uploads { trace: Some(trace), read: &mut |name| read_file(&files, name) };
+    let mut uploads = Uploads { trace: Some(trace), read: &mut |name| read_file(&files, name), kernels: KERNELS };
     // Its output has no time series: skip recording them, as the native replay does.
     let opts = BuildOptions { timeseries: false, ..BuildOptions::default() };
     let report = build(&Input::Case(case), &mut uploads, &opts).map_err(js_err)?.run();
@@ -246,7 +271,8 @@ impl Simulation {
             Some(ms) if ms.is_finite() && ms > 0.0 => Interval::Fixed(ms),
             Some(_) => return Err(JsError::new("interval_ms must be 0 (automatic) or a positive number")),
         };
-        let mut uploads = Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name) };
+        let mut uploads =
+            Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name), kernels: KERNELS };
         let opts = BuildOptions { interval, timeseries: true };
         let sim = build(&Input::Scenario(scenario.clone()), &mut uploads, &opts).map_err(js_err)?;
         let config = servesim_sim::report::config::effective_with(&scenario, Some(sim.kernels())).map_err(js_err)?;

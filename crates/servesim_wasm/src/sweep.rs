@@ -8,7 +8,7 @@
 //!
 //! [`Simulation`]: crate::Simulation
 
-use crate::columns::Uploads;
+use crate::columns::{KERNELS, Uploads};
 use crate::{js_err, read_file, to_js};
 use js_sys::Object;
 use servesim_sim::sweep::{Point, Sweep};
@@ -92,7 +92,8 @@ impl SweepPoint {
         }
         let point = sweep.point(index);
         let input = sweep.input(&point, SOURCE).map_err(js_err)?;
-        let mut uploads = Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name) };
+        let mut uploads =
+            Uploads { trace: trace.as_deref().map(str::as_bytes), read: &mut |name| read_file(&files, name), kernels: KERNELS };
         let opts = BuildOptions { timeseries: false, ..BuildOptions::default() };
         let sim = build(&input, &mut uploads, &opts).map_err(|e| JsError::new(&format!("point {index}: {e}")))?;
         Ok(SweepPoint { sweep, point, state: State::Running(Box::new(sim)) })

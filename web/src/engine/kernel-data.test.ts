@@ -43,6 +43,21 @@ function serve(files: Record<string, string>): string[] {
 afterEach(() => vi.unstubAllGlobals());
 
 describe('KernelFiles', () => {
+  it('hands what it loaded to a replacing engine without fetching again (the full module)', async () => {
+    const asked = serve({ 'index.json': '{}', 'models.json': '{}', 'h100_sxm/vllm-0.24.0.zip': 'zip' });
+    const first = fakeEngine(['index.json', 'models.json']);
+    const files = new KernelFiles(first.engine, Promise.resolve(), true);
+    files.base = 'https://site.test/data/ais/';
+    expect(await files.with(first.call)).toBe('ran');
+    const full = fakeEngine(['index.json', 'models.json', 'h100_sxm/vllm-0.24.0.zip']);
+    files.switchTo(full.engine);
+    expect([...full.loaded.keys()]).toEqual(['index.json', 'models.json']);
+    expect(await files.with(full.call)).toBe('ran');
+    expect(asked).toEqual(['index.json', 'models.json', 'h100_sxm/vllm-0.24.0.zip']);
+    // The new engine's files are not kept for another switch.
+    expect(first.loaded.has('h100_sxm/vllm-0.24.0.zip')).toBe(false);
+  });
+
   it('fetches each file the engine misses, once, and runs the call again', async () => {
     const asked = serve({ 'index.json': '{}', 'h100_sxm/vllm-0.24.0.zip': 'zip' });
     const f = fakeEngine(['index.json', 'h100_sxm/vllm-0.24.0.zip']);

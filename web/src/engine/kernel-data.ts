@@ -29,11 +29,29 @@ export class KernelFiles {
   /** `data/ais/` of the site, absolute (set by the page: a worker's own URL is no guide). */
   base: string | null = null;
 
-  /** `ready`: the engine's module is instantiated (a fetch may finish before it is). */
+  /** What was handed over, kept while the engine may still be replaced (`switchTo`). */
+  private handed: Map<string, Uint8Array> | null;
+
+  /**
+   * `ready`: the engine's module is instantiated (a fetch may finish before it is).
+   * `replaceable`: the engine may be replaced by another module (`switchTo`), which is then
+   * given the files this one had without fetching them again.
+   */
   constructor(
     private engine: KernelEngine,
     private ready: Promise<unknown> = Promise.resolve(),
-  ) {}
+    replaceable = false,
+  ) {
+    this.handed = replaceable ? new Map() : null;
+  }
+
+  /** Hands everything loaded so far to another engine, which is used from now on (once). */
+  switchTo(engine: KernelEngine): void {
+    this.engine = engine;
+    this.ready = Promise.resolve();
+    for (const [name, bytes] of this.handed ?? []) engine.loadKernelData(name, bytes);
+    this.handed = null;
+  }
 
   /** Fetches and hands over `name` once; later calls share the first one's answer. */
   load(name: string): Promise<void> {
@@ -60,6 +78,7 @@ export class KernelFiles {
     const bytes = new Uint8Array(await res.arrayBuffer());
     await this.ready;
     this.engine.loadKernelData(name, bytes);
+    this.handed?.set(name, bytes);
   }
 
   /**

@@ -7,6 +7,7 @@ import type { Summary, SummaryMeasure, SummaryStat } from '../../pkg/servesim_wa
 
 type Need = 'required' | 'optional';
 type StatKey = `${SummaryStat}_${SummaryMeasure}`;
+type TrajectoryStatKey = `${SummaryStat}_trajectory_e2e_latency_ms`;
 
 /** Both ways: a list that leaves out a member, or names one the union lacks, fails to compile. */
 type Exactly<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -16,7 +17,7 @@ export const SUMMARY_MEASURES = ['ttft_ms', 'ttst_ms', 'tpot_ms', 'itl_ms', 'e2e
 const statsExact: Exactly<(typeof SUMMARY_STATS)[number], SummaryStat> = true;
 const measuresExact: Exactly<(typeof SUMMARY_MEASURES)[number], SummaryMeasure> = true;
 
-const FIXED: { [K in Exclude<keyof Summary, StatKey>]-?: Need } = {
+const FIXED: { [K in Exclude<keyof Summary, StatKey | TrajectoryStatKey>]-?: Need } = {
   num_requests: 'required',
   completed_requests: 'required',
   rejected_requests: 'required',
@@ -60,12 +61,17 @@ const FIXED: { [K in Exclude<keyof Summary, StatKey>]-?: Need } = {
   encoder_cache_hit_ratio: 'optional',
   encoder_cache_lookups: 'optional',
   meets_slo: 'optional',
+  total_trajectories: 'optional',
+  completed_trajectories: 'optional',
+  incomplete_trajectories: 'optional',
+  p50_trajectory_e2e_latency_ms: 'optional',
 };
 
 /** Every summary key and whether every run has it. */
 export const SUMMARY_FIELDS: ReadonlyMap<keyof Summary, Need> = new Map<keyof Summary, Need>([
   ...(Object.keys(FIXED) as (keyof typeof FIXED)[]).map((k): [keyof Summary, Need] => [k, FIXED[k]]),
   ...SUMMARY_STATS.flatMap((s) => SUMMARY_MEASURES.map((m): [StatKey, Need] => [`${s}_${m}`, 'required'])),
+  ...SUMMARY_STATS.map((s): [TrajectoryStatKey, Need] => [`${s}_trajectory_e2e_latency_ms`, 'optional']),
 ]);
 void statsExact;
 void measuresExact;

@@ -11,8 +11,12 @@ beforeAll(() => {
   initSync({ module: readFileSync(fileURLToPath(new URL('../../pkg/servesim_wasm_bg.wasm', import.meta.url))) });
 });
 
+/** An agentic Mooncake v2 trace (a request graph: the trajectory figures). */
+const graph = readFileSync(fileURLToPath(new URL('../../../tests/variants/agentic/am-growing-context.jsonl', import.meta.url)), 'utf8');
+
 function summaryOf(scenario: object): Record<string, unknown> {
-  const sim = new Simulation(JSON.stringify(scenario), undefined, 0);
+  const trace = (scenario as { workload?: { type?: string } }).workload?.type === 'trace' ? graph : undefined;
+  const sim = new Simulation(JSON.stringify(scenario), trace, 0);
   while (!sim.advance(100_000)) {}
   const s = sim.summary() as unknown as Record<string, unknown>;
   sim.free();
@@ -35,6 +39,7 @@ const SCENARIOS: [string, object][] = [
     },
   ],
   ['a price per GPU-hour', { gpu_hour_usd: 2.5, workload: small }],
+  ['a request graph', { workload: { type: 'trace', format: 'agentic_mooncake' } }],
   ['SGLang, disaggregated', { engine: { backend: 'sglang' }, cluster: { num_prefill_workers: 1, num_decode_workers: 1 }, workload: small }],
 ];
 

@@ -3,32 +3,57 @@
 // `cancel` message in. Whatever is heavy about a result stays here: the per-request records
 // (the page gets their CDFs), the series of every rank (the page gets the first few), and
 // the exports, built on request.
+//
+// It starts on the engine's first module (web/pkg/first: no trace files, measured-kernel
+// data, NPZ profiles), the smaller download; when a call needs a part that module leaves
+// out (`needsFullEngine`), it loads the full one (web/pkg) once and calls again, and uses it
+// from then on (docs/performance.md, "Size").
 
-import init, {
-  defaultScenario,
-  inspectScenario,
-  kernelCatalog,
-  loadKernelData,
-  missingKernelData,
-  normalizeScenario,
-  panicForTesting,
-  presets,
-  randomSeed,
-  Simulation,
-  smallestTensorParallel,
-  version,
-} from '../../pkg/servesim_wasm.js';
+import * as first from '../../pkg/first/servesim_first.js';
 import { recordEvents } from '../inspector/recorder';
 import { recordsCsv, seriesCsv } from './exports';
 import { INDEX_FILES, KernelFiles } from './kernel-data';
 import { type EffectiveConfig, type ExportKind, MAX_RANKS, type Reply, type Request, type RunResult, type TimeSeries } from './protocol';
 
-const ready = init();
+/** The engine module's exports both builds share (the full one has more). */
+type EngineModule = typeof first;
+let engine: EngineModule = first;
+let ready: Promise<unknown> = first.default();
 /** Measured-kernel files, fetched when a scenario first needs them. */
-const kernels = new KernelFiles({ loadKernelData, missingKernelData }, ready);
+const kernels = new KernelFiles(engine, ready, true);
+let full: Promise<void> | null = null;
+
+/** Loads the full module once and makes it the engine (the kept runs stay where they are). */
+function loadFull(): Promise<void> {
+  full ??= (async () => {
+    const m = await import('../../pkg/servesim_wasm.js');
+    await m.default();
+    engine = m;
+    ready = Promise.resolve();
+    // The files the first module was given (the index, the model configs), without fetching.
+    kernels.switchTo(m);
+  })();
+  return full;
+}
+
+/**
+ * Runs `call` on the engine, fetching the measured-kernel data it needs; when the first
+ * module refuses it for a part it leaves out, loads the full module and runs it there.
+ */
+async function withEngine<T>(call: (e: EngineModule) => T): Promise<T> {
+  // A refusal left over from a call that did not come through here must not count for this one.
+  engine.needsFullEngine();
+  try {
+    return await kernels.with(() => call(engine));
+  } catch (e) {
+    if (!engine.needsFullEngine()) throw e;
+    await loadFull();
+    return kernels.with(() => call(engine));
+  }
+}
 const cancelled = new Set<number>();
 /** Finished runs kept for exports, newest last. */
-const kept = new Map<number, Simulation>();
+const kept = new Map<number, first.Simulation>();
 const KEEP = 4;
 /** Points of each latency CDF handed to the page. */
 const MAX_CDF_POINTS = 600;
@@ -65,7 +90,7 @@ async function run(
     cancelled.delete(id);
     throw new Error('cancelled before it started');
   }
-  const sim = await kernels.with(() => new Simulation(json, text, interval, files));
+  const sim = await withEngine((e) => new e.Simulation(json, text, interval, files));
   let chunk = 64;
   for (;;) {
     const sliceStart = performance.now();
@@ -136,7 +161,7 @@ let catalog: Promise<string | null> = Promise.resolve(null);
 function startCatalog(base: string): void {
   kernels.base = base;
   catalog = Promise.all(INDEX_FILES.map((f) => kernels.load(f)))
-    .then(() => kernelCatalog())
+    .then(() => engine.kernelCatalog())
     .catch((e: unknown) => {
       console.warn(`servesim: no measured-kernel data (${messageOf(e)}); the roofline remains`);
       return null;
@@ -154,11 +179,11 @@ const MEASURED_TPS = [1, 2, 4, 8];
  */
 async function smallestTp(json: string): Promise<number | null> {
   const tm = JSON.parse(json) as { type?: string; tp?: number };
-  if (tm.type !== 'ais') return smallestTensorParallel(json) ?? null;
+  if (tm.type !== 'ais') return engine.smallestTensorParallel(json) ?? null;
   for (const tp of MEASURED_TPS) {
     const scenario = JSON.stringify({ engine: { timing_model: { ...tm, tp } } });
     try {
-      const { config } = JSON.parse(await kernels.with(() => inspectScenario(scenario))) as { config: EffectiveConfig };
+      const { config } = JSON.parse(await withEngine((e) => e.inspectScenario(scenario))) as { config: EffectiveConfig };
       const pool = config.pools[0]?.kv_pool;
       if (!pool || pool.kv_budget_bytes >= pool.gpu_memory_bytes / 10) return tp;
     } catch {
@@ -180,19 +205,26 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
     await ready;
     switch (msg.type) {
       case 'hello':
-        post({ type: 'hello', id: msg.id, defaults: defaultScenario(), version: version(), presets: presets(), kernels: await catalog });
+        post({
+          type: 'hello',
+          id: msg.id,
+          defaults: engine.defaultScenario(),
+          version: engine.version(),
+          presets: engine.presets(),
+          kernels: await catalog,
+        });
         break;
       case 'normalize':
-        post({ type: 'normalized', id: msg.id, json: normalizeScenario(msg.json) });
+        post({ type: 'normalized', id: msg.id, json: engine.normalizeScenario(msg.json) });
         break;
       case 'inspect':
-        post({ type: 'inspected', id: msg.id, json: await kernels.with(() => inspectScenario(msg.json)) });
+        post({ type: 'inspected', id: msg.id, json: await withEngine((e) => e.inspectScenario(msg.json)) });
         break;
       case 'smallest-tp':
         post({ type: 'smallest-tp', id: msg.id, tp: await smallestTp(msg.json) });
         break;
       case 'random-seed':
-        post({ type: 'random-seed', id: msg.id, seed: randomSeed() });
+        post({ type: 'random-seed', id: msg.id, seed: engine.randomSeed() });
         break;
       case 'run':
         await run(msg.id, msg.json, msg.trace, msg.interval_ms, msg.files);
@@ -206,7 +238,7 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
             (p, now) => post({ type: 'progress', id, progress: p, now_ms: now }),
             () => cancelled.has(id),
             yieldNow,
-            (make) => kernels.with(make),
+            withEngine,
           );
           post({ type: 'events', id, recording }, [recording.bytes.buffer]);
         } finally {
@@ -215,7 +247,7 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
         break;
       }
       case 'panic':
-        panicForTesting();
+        engine.panicForTesting();
         break;
       case 'export':
         post({ type: 'export', id: msg.id, text: exported(msg.run, msg.kind) });

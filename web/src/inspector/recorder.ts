@@ -2,27 +2,35 @@
 // engine's own recorder (servesim_wasm's `EventRecording`, the writer `servesim run --events`
 // uses), in slices so a cancel gets in, and hands the bytes over without copying.
 
-import { EventRecording } from '../../pkg/servesim_wasm.js';
+import type { EventRecording } from '../../pkg/first/servesim_first.js';
 import type { EventsRecording, RecordEventsArgs } from '../engine/protocol';
+
+/** The engine module's recorder (either build's). */
+export interface Recorder {
+  EventRecording: typeof EventRecording;
+}
 
 export async function recordEvents(
   args: RecordEventsArgs,
   progress: (p: number, nowMs: number) => void,
   cancelled: () => boolean,
   yieldNow: () => Promise<void>,
-  /** Builds a recording, fetching the measured-kernel data it needs first (worker.ts). */
-  build: <T>(make: () => T) => Promise<T> = async (make) => make(),
+  /**
+   * Builds a recording on the worker's engine module, fetching the measured-kernel data (or
+   * the full module) it needs first (worker.ts).
+   */
+  build: <T>(make: (engine: Recorder) => T) => Promise<T>,
 ): Promise<EventsRecording> {
   const t0 = performance.now();
   const text = args.trace ? await args.trace.text() : undefined;
-  let rec = await build(() => new EventRecording(args.json, text, args.files, args.from_ms, args.to_ms, args.max_bytes));
+  let rec = await build((e) => new e.EventRecording(args.json, text, args.files, args.from_ms, args.to_ms, args.max_bytes));
   let { from_ms, to_ms } = args;
   // A large run is recorded over a window only: a few thousand requests make tens of MB.
   const windowed = rec.requests > args.max_requests && !Number.isFinite(to_ms);
   if (windowed) {
     rec.free();
     to_ms = from_ms + args.window_ms;
-    rec = new EventRecording(args.json, text, args.files, from_ms, to_ms, args.max_bytes);
+    rec = await build((e) => new e.EventRecording(args.json, text, args.files, from_ms, to_ms, args.max_bytes));
   }
   try {
     for (;;) {

@@ -70,6 +70,23 @@ export const EXAMPLES: Example[] = [
       },
     },
   },
+  {
+    id: 'deepseek-r1',
+    label: 'DeepSeek-R1 · 8×H200 · SGLang · EP 8 · attention DP 8',
+    title:
+      'A mixture of experts with latent attention, FP8 weights, on one 8-GPU node: eight attention-DP ranks, the experts over all eight GPUs. Timed by the roofline estimate (the measured-kernel data has no MoE timing in this engine yet)',
+    scenario: {
+      name: 'DeepSeek-R1 · 8×H200 · SGLang · EP 8 · attention DP 8 (roofline estimate)',
+      engine: { backend: 'sglang', timing_model: { type: 'roofline', model: 'deepseek-r1', gpu: 'h200', tp: 1, attention_dp: 8, weight_dtype: 'fp8' } },
+      workload: {
+        type: 'synthetic',
+        num_requests: 400,
+        rate_rps: 8,
+        input_tokens: { mean: 1024, stddev: 0 },
+        output_tokens: { mean: 1024, stddev: 0 },
+      },
+    },
+  },
 ];
 
 /** A line of example links, each a share link of its scenario. */

@@ -142,6 +142,11 @@ describe('example scenarios', () => {
     expect(planner.scaling_events.some((e) => e.reason === 'scale_up')).toBe(true);
     const offload = tierTotals(byId.offload?.tierSeries() as unknown as Columns);
     expect(offload.host).toBeGreaterThan(0);
+    // DeepSeek-R1 on 8 H200s: one engine of eight attention-DP ranks, the experts over all eight.
+    const ds = byId['deepseek-r1']?.config() as EffectiveConfig;
+    expect(ds.total_gpus).toBe(8);
+    expect(ds.pools[0]?.gpus_per_worker).toBe(8);
+    expect(summary('deepseek-r1').completed_requests).toBe(400);
   });
 });
 

@@ -12,6 +12,7 @@ import type { JsonObject } from '../scenario/json';
 import { getPath } from '../scenario/json';
 import { broken } from '../sweep/spec';
 import { el } from '../ui/dom';
+import { button, PanelStatus, Throttled } from '../ui/panel';
 import type { Ranked } from './protocol';
 import { SearchPool, type SearchResult, type Tried } from './run';
 import {
@@ -33,8 +34,6 @@ import {
   unsteady,
 } from './space';
 
-/** While candidates finish, the table and answer are redrawn at most this often. */
-const REDRAW_MS = 1000;
 /** A run is lengthened (doubled) at most this many times for a steady state. */
 const MAX_LENGTHENINGS = 2;
 /** Nor beyond this many requests. */
@@ -72,7 +71,8 @@ export class SearchPanel {
   private seq = 0;
   private spec: SearchSpec | null = null;
   private tried: Tried[] = [];
-  private drawTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The answer, table and charts, redrawn at most once a second while results come in. */
+  private redraw = new Throttled(() => this.render());
   private renders = 0;
   private lastResult: SearchResult | null = null;
   private lastText = '';
@@ -89,6 +89,7 @@ export class SearchPanel {
   private progress: HTMLProgressElement;
   private status: HTMLElement;
   private message: HTMLElement;
+  private line: PanelStatus;
   private results: HTMLElement;
   private answer: HTMLElement;
   private why: HTMLElement;
@@ -123,18 +124,18 @@ export class SearchPanel {
       el('option', { value: 'off', textContent: 'off' }),
     );
     this.chunked.setAttribute('aria-label', 'Chunked prefill');
-    this.runBtn = this.button('search-run', 'Find the cheapest configuration', () => void this.run());
+    this.runBtn = button('search-run', 'Find the cheapest configuration', () => void this.run());
     this.runBtn.className = 'primary';
-    this.cancelBtn = this.button('search-cancel', 'Cancel search', () => this.cancel());
+    this.cancelBtn = button('search-cancel', 'Cancel search', () => this.cancel());
     this.cancelBtn.hidden = true;
     // The search as the CLI reads it: the one last run, else the one the fields describe.
-    this.fileBtn = this.button('export-search-file', 'Download as DynoSim recommend file', () => {
+    this.fileBtn = button('export-search-file', 'Download as DynoSim recommend file', () => {
       let text = this.lastText;
       if (!text) {
         try {
           text = recommendText(this.read());
         } catch (e) {
-          this.say((e as Error).message);
+          this.line.say((e as Error).message);
           return;
         }
       }
@@ -144,8 +145,8 @@ export class SearchPanel {
     this.progress = el('progress', { id: 'search-progress', max: 1, value: 0, hidden: true });
     this.progress.setAttribute('aria-label', 'Search progress');
     this.status = el('span', { id: 'search-status', role: 'status' });
-    this.status.dataset.state = 'idle';
     this.message = el('p', { id: 'search-message', role: 'alert', hidden: true });
+    this.line = new PanelStatus(this.status, this.message);
     this.context = el('p', { id: 'search-context', className: 'note' });
     this.answer = el('p', { id: 'search-answer' });
     this.why = el('p', { id: 'search-why' });
@@ -154,14 +155,14 @@ export class SearchPanel {
     this.runnerUpsNote = el('p', { className: 'note', id: 'search-runnerups-note' });
     this.table = el('table', { id: 'search-table' }, el('caption', {}, 'Every candidate, cheapest first'), el('thead'), el('tbody'));
     this.exports = [
-      this.button('search-open', 'Open the answer as a run', () => this.openBest()),
-      this.button('export-search-best', 'The answer as a DynoSim predict file', () => this.exportBest()),
-      this.button(
+      button('search-open', 'Open the answer as a run', () => this.openBest()),
+      button('export-search-best', 'The answer as a DynoSim predict file', () => this.exportBest()),
+      button(
         'export-search-ledger',
         'Ledger JSON',
         () => this.lastResult && host.download('recommendation.json', `${this.lastResult.ledger}\n`, 'application/json'),
       ),
-      this.button('export-search-csv', 'Ledger CSV', () => this.lastResult && host.download('recommendation.csv', this.lastResult.ledgerCsv, 'text/csv')),
+      button('export-search-csv', 'Ledger CSV', () => this.lastResult && host.download('recommendation.csv', this.lastResult.ledgerCsv, 'text/csv')),
     ];
     for (const b of this.exports) b.disabled = true;
     this.results = el(
@@ -213,22 +214,6 @@ export class SearchPanel {
         this.pool.warm();
       }
     });
-  }
-
-  private button(id: string, text: string, onClick: () => void): HTMLButtonElement {
-    const b = el('button', { id, type: 'button', textContent: text });
-    b.addEventListener('click', onClick);
-    return b;
-  }
-
-  private say(text: string | null): void {
-    this.message.hidden = !text;
-    this.message.textContent = text ?? '';
-  }
-
-  private setStatus(state: string, text: string): void {
-    this.status.dataset.state = state;
-    this.status.textContent = text;
   }
 
   /** The model and GPU of the scenario on screen (a roofline preset), or why there are none. */
@@ -349,7 +334,7 @@ export class SearchPanel {
     this.seq++;
     this.job?.cancel();
     this.job = null;
-    this.setStatus('cancelled', 'Cancelled');
+    this.line.set('cancelled', 'Cancelled');
     this.idle();
   }
 
@@ -364,13 +349,13 @@ export class SearchPanel {
     const seq = ++this.seq;
     this.job?.cancel();
     this.job = null;
-    this.say(null);
+    this.line.say(null);
     let spec: SearchSpec;
     try {
       spec = given ?? this.read();
     } catch (e) {
-      this.say((e as Error).message);
-      this.setStatus('refused', 'Fix the search before running it');
+      this.line.say((e as Error).message);
+      this.line.set('refused', 'Fix the search before running it');
       return;
     }
     this.spec = spec;
@@ -387,15 +372,15 @@ export class SearchPanel {
     this.progress.hidden = false;
     this.cancelBtn.hidden = false;
     this.runBtn.disabled = true;
-    this.setStatus('running', 'Starting the search…');
+    this.line.set('running', 'Starting the search…');
     const search = this.pool.search(this.lastText, {
       onTried: (t) => {
         this.tried.push(t);
-        this.scheduleRender();
+        this.redraw.schedule();
       },
       onProgress: (done, running, fraction) => {
         this.progress.value = fraction;
-        this.setStatus('running', `${done} candidates done, ${running} running on ${search.runners} workers…`);
+        this.line.set('running', `${done} candidates done, ${running} running on ${search.runners} workers…`);
       },
     });
     this.job = search;
@@ -408,8 +393,8 @@ export class SearchPanel {
       this.idle();
       const msg = (e as Error).message;
       if (msg !== 'cancelled') {
-        this.say(`The search cannot run: ${msg}`);
-        this.setStatus('error', 'The search stopped on an error');
+        this.line.say(`The search cannot run: ${msg}`);
+        this.line.set('error', 'The search stopped on an error');
       }
       return;
     }
@@ -420,7 +405,7 @@ export class SearchPanel {
     const bestTried = best ? result.tried.get(best.id) : undefined;
     // Steady state: the answer's first half alone against its whole run.
     if (best && bestTried?.summary && bestTried.proposed.scenario) {
-      this.setStatus('running', 'Checking that the run is long enough for a steady state…');
+      this.line.set('running', 'Checking that the run is long enough for a steady state…');
       const scenario = structuredClone(bestTried.proposed.scenario) as JsonObject;
       const workload = scenario.workload as JsonObject;
       const half = Math.max(1, Math.floor(spec.requests / 2));
@@ -461,7 +446,7 @@ export class SearchPanel {
     const secs = result.elapsedMs / 1000;
     this.status.dataset.elapsedMs = String(Math.round(result.elapsedMs));
     this.status.dataset.candidates = String(result.tried.size);
-    this.setStatus(
+    this.line.set(
       'done',
       `Done: ${result.tried.size} candidates in ${secs.toFixed(1)} s on ${search.runners} workers (${result.info.exhaustive ? 'every point of the space' : `a model-based search in a space of ${result.info.space_points === null ? 'unbounded size' : `${result.info.space_points.toLocaleString('en-US')} points`}`})`,
     );
@@ -470,18 +455,10 @@ export class SearchPanel {
   private addWarning(id: string, text: string, action?: { label: string; run: () => void }): void {
     const p = el('p', { className: 'search-warning', id }, text);
     if (action) {
-      const b = this.button(`${id}-fix`, action.label, action.run);
+      const b = button(`${id}-fix`, action.label, action.run);
       p.append(' ', b);
     }
     this.warnings.append(p);
-  }
-
-  private scheduleRender(): void {
-    if (this.drawTimer !== undefined) return;
-    this.drawTimer = setTimeout(() => {
-      this.drawTimer = undefined;
-      this.render();
-    }, REDRAW_MS);
   }
 
   private configOfTried(t: Tried): Config | null {
@@ -490,8 +467,7 @@ export class SearchPanel {
 
   /** The answer, the runner-ups and the table (at most once a second while candidates finish). */
   private render(): void {
-    clearTimeout(this.drawTimer);
-    this.drawTimer = undefined;
+    this.redraw.cancel();
     this.renders++;
     this.results.dataset.renders = String(this.renders);
     const spec = this.spec;

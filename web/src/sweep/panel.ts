@@ -7,6 +7,7 @@ import './sweep.css';
 import { fmt } from '../results/summary';
 import { clone, type Json, type JsonObject, setPath } from '../scenario/json';
 import { el } from '../ui/dom';
+import { button, PanelStatus, Throttled } from '../ui/panel';
 import { SweepCharts } from './charts';
 import { defaultPoolSize, type SweepJob, SweepPool, type SweepUploads } from './pool';
 import {
@@ -30,9 +31,6 @@ import {
   verdict,
   workersPreset,
 } from './spec';
-
-/** While points finish, the results are redrawn at most this often. */
-const REDRAW_MS = 1000;
 
 /** The most points the page runs (a grid a person reads; the CLI takes up to 10,000). */
 export const MAX_PAGE_POINTS = 1000;
@@ -110,7 +108,8 @@ export class SweepPanel {
   private fileText = '';
   private baseText = '';
   private charts: SweepCharts;
-  private drawTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The answer, table and charts, redrawn at most once a second while results come in. */
+  private redraw = new Throttled(() => this.render());
   /** Redraws so far (the tests hold them to once a second), and the latest one's number. */
   private renders = 0;
   private drawSeq = 0;
@@ -125,6 +124,7 @@ export class SweepPanel {
   private progress: HTMLProgressElement;
   private status: HTMLElement;
   private message: HTMLElement;
+  private line: PanelStatus;
   private results: HTMLElement;
   private answer: HTMLElement;
   private kneeNote: HTMLElement;
@@ -154,8 +154,8 @@ export class SweepPanel {
       'div',
       { className: 'sweep-presets' },
       el('span', { className: 'note' }, 'One click:'),
-      this.button('sweep-preset-load', 'Load sweep (arrival rate)', () => this.preset('load')),
-      this.button('sweep-preset-workers', 'Worker-count sweep', () => this.preset('workers')),
+      button('sweep-preset-load', 'Load sweep (arrival rate)', () => this.preset('load')),
+      button('sweep-preset-workers', 'Worker-count sweep', () => this.preset('workers')),
     );
     const sloBox = el('fieldset', { className: 'sweep-slo' }, el('legend', {}, 'SLO (leave empty what does not matter)'));
     for (const key of SLO_KEYS) {
@@ -165,16 +165,16 @@ export class SweepPanel {
       this.slo[key] = i;
       sloBox.append(el('label', { className: 'sweep-slo-field', title: key }, el('span', {}, label), i, el('small', {}, unit)));
     }
-    this.runBtn = this.button('sweep-run', 'Run sweep', () => void this.run());
+    this.runBtn = button('sweep-run', 'Run sweep', () => void this.run());
     this.runBtn.className = 'primary';
-    this.cancelBtn = this.button('sweep-cancel', 'Cancel sweep', () => this.cancel());
+    this.cancelBtn = button('sweep-cancel', 'Cancel sweep', () => this.cancel());
     this.cancelBtn.hidden = true;
-    this.clearBtn = this.button('sweep-clear', 'Clear sweep', () => this.clear());
+    this.clearBtn = button('sweep-clear', 'Clear sweep', () => this.clear());
     this.clearBtn.hidden = true;
     this.progress = el('progress', { id: 'sweep-progress', max: 1, value: 0, hidden: true, ariaLabel: 'Sweep progress' });
     this.status = el('span', { id: 'sweep-status', role: 'status' });
-    this.status.dataset.state = 'idle';
     this.message = el('p', { id: 'sweep-message', role: 'alert', hidden: true });
+    this.line = new PanelStatus(this.status, this.message);
     this.answer = el('p', { id: 'sweep-answer' });
     this.kneeNote = el('p', { id: 'sweep-knee', className: 'note', hidden: true });
     const figure = (id: string, caption: string) => {
@@ -192,9 +192,9 @@ export class SweepPanel {
     );
     this.table = el('table', { id: 'sweep-table' }, el('thead'), el('tbody'));
     this.exportBtns = [
-      this.button('export-sweep', 'Sweep JSON lines', () => this.exportLines()),
-      this.button('export-sweep-csv', 'Sweep CSV', () => host.download('servesim-sweep.csv', sweepCsv(this.sorted(), this.expanded?.fields ?? []), 'text/csv')),
-      this.button('export-sweep-file', 'sweep.json', () => host.download('sweep.json', this.fileText, 'application/json')),
+      button('export-sweep', 'Sweep JSON lines', () => this.exportLines()),
+      button('export-sweep-csv', 'Sweep CSV', () => host.download('servesim-sweep.csv', sweepCsv(this.sorted(), this.expanded?.fields ?? []), 'text/csv')),
+      button('export-sweep-file', 'sweep.json', () => host.download('sweep.json', this.fileText, 'application/json')),
     ];
     this.cli = el('pre', { id: 'sweep-cli' });
     this.results = el(
@@ -229,22 +229,6 @@ export class SweepPanel {
       i.addEventListener('keydown', (e) => {
         if (e.key === 'Enter') void this.run();
       });
-  }
-
-  private button(id: string, text: string, onClick: () => void): HTMLButtonElement {
-    const b = el('button', { id, type: 'button', textContent: text });
-    b.addEventListener('click', onClick);
-    return b;
-  }
-
-  private say(text: string | null): void {
-    this.message.hidden = !text;
-    this.message.textContent = text ?? '';
-  }
-
-  private setStatus(state: string, text: string): void {
-    this.status.dataset.state = state;
-    this.status.textContent = text;
   }
 
   /** A one-click sweep: the load or the worker count around the scenario on screen, with an SLO. */
@@ -316,25 +300,25 @@ export class SweepPanel {
     const seq = ++this.seq;
     this.job?.cancel();
     this.job = null;
-    this.say(null);
+    this.line.say(null);
     let spec: SweepSpec;
     try {
       spec = given ?? this.spec();
     } catch (e) {
-      this.say((e as Error).message);
-      this.setStatus('refused', 'Fix the sweep before running it');
+      this.line.say((e as Error).message);
+      this.line.set('refused', 'Fix the sweep before running it');
       return;
     }
     const refusal = this.host.refusal();
     if (refusal) {
-      this.say(`The settings on screen cannot run, so neither can a sweep of them: ${refusal}`);
-      this.setStatus('refused', 'Fix the settings before sweeping');
+      this.line.say(`The settings on screen cannot run, so neither can a sweep of them: ${refusal}`);
+      this.line.set('refused', 'Fix the settings before sweeping');
       return;
     }
     const base = this.host.base();
     const file = sweepFile(base, spec);
     const text = `${JSON.stringify(file, null, 2)}\n`;
-    this.setStatus('running', 'Expanding the sweep…');
+    this.line.set('running', 'Expanding the sweep…');
     this.expanding = true;
     this.cancelBtn.hidden = false;
     let expanded: Expanded;
@@ -344,8 +328,8 @@ export class SweepPanel {
       if (seq !== this.seq) return;
       this.expanding = false;
       this.cancelBtn.hidden = true;
-      this.say(`The sweep cannot run: ${(e as Error).message}`);
-      this.setStatus('refused', 'Refused: fix the sweep');
+      this.line.say(`The sweep cannot run: ${(e as Error).message}`);
+      this.line.set('refused', 'Refused: fix the sweep');
       return;
     }
     if (seq !== this.seq) return;
@@ -364,11 +348,11 @@ export class SweepPanel {
     const job = this.pool.run(JSON.stringify(file), expanded.count, this.host.uploads(), {
       onLine: (_i, line) => {
         this.lines.push(parseLine(line));
-        this.scheduleRender();
+        this.redraw.schedule();
       },
       onProgress: (done, fraction) => {
         this.progress.value = fraction;
-        this.setStatus('running', `${done} of ${expanded.count} points done on ${job.workers} workers…`);
+        this.line.set('running', `${done} of ${expanded.count} points done on ${job.workers} workers…`);
       },
     });
     this.job = job;
@@ -376,21 +360,21 @@ export class SweepPanel {
     this.progress.hidden = false;
     this.cancelBtn.hidden = false;
     this.runBtn.disabled = true;
-    this.setStatus('running', `0 of ${expanded.count} points done on ${job.workers} workers…`);
+    this.line.set('running', `0 of ${expanded.count} points done on ${job.workers} workers…`);
     this.status.dataset.workers = String(job.workers);
     try {
       await job.done;
       if (this.job !== job) return;
       const secs = (performance.now() - t0) / 1000;
       this.status.dataset.elapsedMs = String(Math.round(secs * 1000));
-      this.setStatus('done', `Done: ${expanded.count} points in ${secs.toFixed(2)} s on ${job.workers} workers (${fmt(expanded.count / secs)} points/s)`);
+      this.line.set('done', `Done: ${expanded.count} points in ${secs.toFixed(2)} s on ${job.workers} workers (${fmt(expanded.count / secs)} points/s)`);
     } catch (e) {
       if (this.job !== job) return;
       const msg = (e as Error).message;
-      if (msg === 'cancelled') this.setStatus('cancelled', `Cancelled: ${this.lines.length} of ${expanded.count} points done`);
+      if (msg === 'cancelled') this.line.set('cancelled', `Cancelled: ${this.lines.length} of ${expanded.count} points done`);
       else {
-        this.say(`The sweep stopped: ${msg}`);
-        this.setStatus('error', 'The sweep stopped on an error');
+        this.line.say(`The sweep stopped: ${msg}`);
+        this.line.set('error', 'The sweep stopped on an error');
       }
     } finally {
       if (this.job === job) {
@@ -410,7 +394,7 @@ export class SweepPanel {
       this.expanding = false;
       this.pool.terminate();
       this.cancelBtn.hidden = true;
-      this.setStatus('cancelled', 'Cancelled before any point ran');
+      this.line.set('cancelled', 'Cancelled before any point ran');
       return;
     }
     // Terminating the workers stops every point at once.
@@ -426,8 +410,7 @@ export class SweepPanel {
   clear(): void {
     this.cancel();
     this.seq++;
-    clearTimeout(this.drawTimer);
-    this.drawTimer = undefined;
+    this.redraw.cancel();
     this.drawSeq++;
     this.active = null;
     this.lines = [];
@@ -435,8 +418,8 @@ export class SweepPanel {
     this.results.hidden = true;
     this.clearBtn.hidden = true;
     this.charts.clear();
-    this.say(null);
-    this.setStatus('idle', '');
+    this.line.say(null);
+    this.line.set('idle', '');
     this.host.linkChanged();
   }
 
@@ -453,23 +436,9 @@ export class SweepPanel {
     return [...this.lines].sort((a, b) => a.point - b.point);
   }
 
-  /**
-   * Lines arrive in batches: the answer, table and charts are redrawn at most once a second
-   * while points finish (a redraw per line would be quadratic, and each redraw is main-thread
-   * work while every core runs points).
-   */
-  private scheduleRender(): void {
-    if (this.drawTimer !== undefined) return;
-    this.drawTimer = setTimeout(() => {
-      this.drawTimer = undefined;
-      this.render();
-    }, REDRAW_MS);
-  }
-
   /** Redraws now (a sweep started or ended), dropping a redraw that was scheduled. */
   private render(): void {
-    clearTimeout(this.drawTimer);
-    this.drawTimer = undefined;
+    this.redraw.cancel();
     this.renders += 1;
     this.results.dataset.renders = String(this.renders);
     this.drawSeq += 1;
@@ -559,7 +528,7 @@ export class SweepPanel {
             l.meets_slo === undefined ? '—' : l.meets_slo ? 'meets' : 'misses',
           ),
         );
-        const open = this.button(`sweep-open-${l.point}`, 'Open', () => this.open(l.point));
+        const open = button(`sweep-open-${l.point}`, 'Open', () => this.open(l.point));
         open.title = `Open ${describeSet(l.set)} as a normal run`;
         tr.append(el('td', {}, open));
         return tr;

@@ -14,8 +14,8 @@
 //!   stored before then either. A cluster-shared host pool instead holds such blocks (an extra
 //!   reference) until their copy ends.
 
+use super::copy_index::{CopyIndex, Probe};
 use super::events::{EventSink, KvEventData, StoredBlock};
-use hashbrown::hash_table::{Entry, HashTable};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 pub type SlotId = u32;
@@ -55,12 +55,11 @@ pub struct BlockPool {
     lru_tail: SlotId,
     inactive: u32,
     /// The oldest cache-visible copy of each hash (lookups use it); younger copies chain
-    /// from it through `next_copy`. Keyed by the slot's own `hash` and holding only slot ids:
-    /// a 4-byte bucket keeps the index a quarter of a (hash, slot) map's size, so with the
-    /// slots it stays in L2 on a 65,536-block pool, and an eviction finds its entry by slot
-    /// id without reading any other slot. Profiled: the bucket miss in `evict_head` was
-    /// the replay's largest single stall. Block hashes are XXH3 outputs, used as is.
-    copies: HashTable<SlotId>,
+    /// from it through `next_copy`. Holds slot ids with 32 bits of their hash, so a probe
+    /// reads no slot but a likely match, and an eviction finds its entry by slot id.
+    /// Profiled: the bucket miss in `evict_head` was the replay's largest single stall, and
+    /// in wasm the index's group probing (see `copy_index.rs`).
+    copies: CopyIndex,
     pub events: EventSink,
     evicted: Vec<u64>,
     /// Native offload only: stores still reading slots (absent otherwise, so the ordinary pool
@@ -89,7 +88,7 @@ impl BlockPool {
             lru_head: NIL,
             lru_tail: NIL,
             inactive: 0,
-            copies: HashTable::with_capacity(capacity as usize),
+            copies: CopyIndex::new(capacity),
             events,
             evicted: Vec::new(),
             readers: None,
@@ -195,7 +194,10 @@ impl BlockPool {
     /// The slot a prefix hit on `hash` would pin, if the hash is cache-visible.
     pub fn lookup(&self, hash: u64) -> Option<SlotId> {
         let slots = &self.slots;
-        self.copies.find(hash, |&s| slots[s as usize].hash == hash).copied()
+        match self.copies.probe(hash, |s| slots[s as usize].hash == hash) {
+            Probe::Found(_, s) => Some(s),
+            Probe::Vacant(_) => None,
+        }
     }
 
     /// Every cache-visible hash, sorted: what a router's indexer fed by this pool's events
@@ -206,7 +208,7 @@ impl BlockPool {
     }
 
     pub fn cached_hashes(&self) -> Vec<u64> {
-        let mut v: Vec<u64> = self.copies.iter().map(|&s| self.slots[s as usize].hash).collect();
+        let mut v: Vec<u64> = self.copies.slots().map(|s| self.slots[s as usize].hash).collect();
         v.sort_unstable();
         v
     }
@@ -260,13 +262,12 @@ impl BlockPool {
             slot.hash = hash;
             slot.next_copy = NIL;
             let slots = &self.slots;
-            let first = match self.copies.entry(hash, |&c| slots[c as usize].hash == hash, |&c| slots[c as usize].hash) {
-                Entry::Vacant(v) => {
-                    v.insert(s);
+            let first = match self.copies.probe(hash, |c| slots[c as usize].hash == hash) {
+                Probe::Vacant(at) => {
+                    self.copies.insert_at(at, hash, s);
                     true
                 }
-                Entry::Occupied(o) => {
-                    let mut c = *o.get();
+                Probe::Found(_, mut c) => {
                     while self.slots[c as usize].next_copy != NIL {
                         c = self.slots[c as usize].next_copy;
                     }
@@ -316,15 +317,15 @@ impl BlockPool {
         let Slot { hash, next_copy, .. } = self.slots[s as usize];
         self.slots[s as usize].state &= !CACHED;
         // The head copy is found by its slot id alone; a younger copy by its hash.
-        if let Ok(mut head) = self.copies.find_entry(hash, |&c| c == s) {
+        if let Probe::Found(at, _) = self.copies.probe(hash, |c| c == s) {
             if next_copy == NIL {
                 // The last copy is gone: the router must forget the block.
-                head.remove();
+                self.copies.remove_at(at);
                 if self.events.enabled {
                     self.evicted.push(hash);
                 }
             } else {
-                *head.get_mut() = next_copy;
+                self.copies.replace_at(at, next_copy);
             }
         } else {
             let mut c = self.lookup(hash).expect("an evicted block is cache-visible");

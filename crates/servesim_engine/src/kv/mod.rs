@@ -1,6 +1,7 @@
 //! KV cache management: block pools, eviction, events.
 
 pub mod block_pool;
+pub mod copy_index;
 pub mod encoder_cache;
 pub mod events;
 pub mod kvbm;

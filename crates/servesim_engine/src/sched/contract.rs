@@ -18,6 +18,12 @@ pub trait Scheduler: HandOff + std::fmt::Debug {
     /// Computes one forward pass: what it schedules, emits and frees, and how long it takes.
     fn step(&mut self) -> &PassOutput;
 
+    /// `step`, its output handed over in `out` (whose previous contents are dropped): a core
+    /// that owns a boxed output swaps the two boxes instead of copying every vector.
+    fn step_into(&mut self, out: &mut Box<PassOutput>) {
+        (**out).clone_from(self.step());
+    }
+
     /// Whether a pass now would do anything (a prefill rank waiting for held KV to be
     /// released has requests in flight but no work).
     fn has_work(&self) -> bool;
@@ -157,6 +163,11 @@ pub trait HandOff {
     /// the reference's engine loop then starts another pass, which begins with one more
     /// destination reservation attempt.
     fn idle_with_queue(&self) -> bool;
+
+    /// It still holds KV for the other side: a prefill worker's finished prompts whose
+    /// transfer is not done, a decode worker's reservations whose KV is on its way. A
+    /// draining worker goes only once this is false (and nothing else is in flight).
+    fn holds_for_handoff(&self) -> bool;
 
     /// The rank ran a pass that could do nothing (see `idle_with_queue`): an SGLang
     /// scheduler's `new_token_ratio` falls to its floor; vLLM keeps no such state.

@@ -6,7 +6,7 @@ use serde_json::json;
 use servesim_engine::{Engine, EngineArgs, HandOff, Outcome, RankSetup, Request, Reservation, Scheduler};
 
 fn engine(args: serde_json::Value) -> Engine {
-    Engine::new(&EngineArgs::from_json(&args).unwrap(), &RankSetup::single(true)).unwrap()
+    Engine::new(&EngineArgs::from_json(&args).unwrap().resolve().unwrap(), &RankSetup::single(true)).unwrap()
 }
 
 fn req(id: u64, len: u32, out: u32) -> Request {

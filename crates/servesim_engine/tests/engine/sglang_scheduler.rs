@@ -9,7 +9,7 @@ fn engine(engine: Value) -> Engine {
     for (k, v) in engine.as_object().unwrap() {
         args[k] = v.clone();
     }
-    Engine::new(&EngineArgs::from_json(&args).unwrap(), &RankSetup::single(false)).unwrap()
+    Engine::new(&EngineArgs::from_json(&args).unwrap().resolve().unwrap(), &RankSetup::single(false)).unwrap()
 }
 
 /// A prompt of `len` tokens, distinct per `seed` (a shared seed shares the prefix).

@@ -7,7 +7,7 @@ use servesim_engine::{Engine, EngineArgs, Outcome, RankSetup, Request, Scheduler
 fn engine(args: serde_json::Value) -> Engine {
     let mut args = args;
     args["backend"] = json!("trtllm");
-    Engine::new(&EngineArgs::from_json(&args).unwrap(), &RankSetup::single(true)).unwrap()
+    Engine::new(&EngineArgs::from_json(&args).unwrap().resolve().unwrap(), &RankSetup::single(true)).unwrap()
 }
 
 fn req(id: u64, len: u32, out: u32) -> Request {

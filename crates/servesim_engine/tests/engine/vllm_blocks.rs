@@ -10,7 +10,7 @@ use servesim_engine::{Engine, EngineArgs, HandOff, Outcome, RankSetup, Request, 
 use std::time::Duration;
 
 fn engine(args: serde_json::Value) -> Engine {
-    Engine::new(&EngineArgs::from_json(&args).unwrap(), &RankSetup::single(true)).unwrap()
+    Engine::new(&EngineArgs::from_json(&args).unwrap().resolve().unwrap(), &RankSetup::single(true)).unwrap()
 }
 
 /// Distinct content per request.

@@ -7,7 +7,7 @@ use servesim_engine::sequence::Image;
 use servesim_engine::{Engine, EngineArgs, Outcome, Prompt, RankSetup, Request, Scheduler};
 
 fn engine(args: serde_json::Value) -> Engine {
-    Engine::new(&EngineArgs::from_json(&args).unwrap(), &RankSetup::single(true)).unwrap()
+    Engine::new(&EngineArgs::from_json(&args).unwrap().resolve().unwrap(), &RankSetup::single(true)).unwrap()
 }
 
 /// `text` distinct text tokens with `images` (tokens, hash) placed at `offset`.

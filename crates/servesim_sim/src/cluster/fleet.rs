@@ -40,6 +40,8 @@ pub(crate) struct Pool {
     pub max_num_batched_tokens: u64,
     /// What its workers run (new workers are built from it), and their timing profile.
     pub launch: LaunchConfig,
+    /// Its engines' arguments, resolved and checked once for every worker it builds.
+    pub engine: servesim_engine::ResolvedArgs,
     pub profile: Option<Arc<Profile>>,
     /// The measured-kernel model the engines are timed by, if any.
     pub kernels: Option<Arc<servesim_engine::perf::ais::AisModel>>,
@@ -58,7 +60,7 @@ impl Pool {
     }
 
     pub fn args(&self) -> &EngineArgs {
-        &self.launch.engine
+        &self.engine
     }
 }
 
@@ -101,8 +103,9 @@ pub(crate) struct Rank {
     pub group: usize,
     /// Whether it computed a pass in its worker's current pass.
     pub stepped: bool,
-    /// The running pass's effects, applied when it ends.
-    pub pending: PassOutput,
+    /// The running pass's effects, applied when it ends. Boxed: a pass's output changes
+    /// hands twice a pass (core to rank, rank to the harness), as a pointer, not ~400 bytes.
+    pub pending: Box<PassOutput>,
     /// When its latest pass ended: the gap of its steady tokens runs from there.
     pub last_pass_end_ms: f64,
     /// When its latest pass started.

@@ -110,7 +110,7 @@ pub(crate) struct Handoff {
 impl Handoff {
     pub fn new(fleet: &Fleet, prefill_pool: usize, decode_pool: usize, requests: usize, destination_first: bool) -> Self {
         Handoff {
-            transfer: TransferArgs::of(&fleet.pools[prefill_pool].launch.engine),
+            transfer: TransferArgs::of(fleet.pools[prefill_pool].args()),
             destination_first,
             prefill_pool,
             decode_pool,
@@ -230,7 +230,7 @@ impl Handoff {
         let hashes = prompt_hashes(&req, p.block_size, &mut self.scratch);
         let placement = p.router.route(&RouteQuery { id: i as u64, now_ms: t, prompt_tokens: req.prompt.len(), block_hashes: &hashes });
         // A prompt no decode pool holds fails only once routed (a round-robin turn is spent).
-        if req.prompt.len().div_ceil(p.block_size) > p.launch.engine.num_gpu_blocks() {
+        if req.prompt.len().div_ceil(p.block_size) > p.args().num_gpu_blocks() {
             p.router.free(i as u64, t);
             self.fail(i, t, fleet, workload, out);
             return;
@@ -248,7 +248,7 @@ impl Handoff {
     fn fail(&mut self, i: u32, t: f64, fleet: &mut Fleet, workload: &Workload, out: &mut Vec<Decision>) {
         let p = &fleet.pools[self.decode_pool];
         let blocks = workload.input_length(i as usize).div_ceil(p.block_size);
-        let reason = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.launch.engine.num_gpu_blocks());
+        let reason = format!("its prompt needs {blocks} KV blocks; a decode worker's pool has {}", p.args().num_gpu_blocks());
         out.push(Decision::Fail { request: i, reason });
         if let Some(&source) = self.source_rank.get(i as usize).filter(|&&r| r != u32::MAX) {
             fleet.release_source(source as usize, i as u64, t);

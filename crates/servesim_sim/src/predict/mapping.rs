@@ -560,6 +560,15 @@ fn role(
     if let Some(v) = backend_version {
         ais["backend_version"] = v.into();
     }
+    // A MoE's experts and attention-DP ranks, in the reference's names (1 × 1: unset, the
+    // experts then take the whole width as tensor parallelism).
+    if moe {
+        ais["attention_dp_size"] = dp.into();
+        if (moe_tp, moe_ep) != (1, 1) {
+            ais["moe_tp_size"] = moe_tp.into();
+            ais["moe_ep_size"] = moe_ep.into();
+        }
+    }
     ais.as_object_mut().expect("an object").extend(quant.clone());
     let timing = match timing_type {
         _ if roofline_timed => {

@@ -23,7 +23,7 @@ impl Profiles {
                 continue;
             }
             let bytes = read(path)?;
-            let profile = Profile::from_npz(&bytes).map_err(|e| SimError::new(format!("{path}: {e}")))?;
+            let profile = read_npz(path, &bytes)?;
             profiles.insert(path.to_string(), Arc::new(profile));
         }
         Ok(Profiles(profiles))
@@ -33,4 +33,16 @@ impl Profiles {
     pub fn get(&self, engine: &EngineArgs) -> Option<Arc<Profile>> {
         engine.profile_path().and_then(|p| self.0.get(p)).cloned()
     }
+}
+
+#[cfg(feature = "npz-profiles")]
+fn read_npz(path: &str, bytes: &[u8]) -> Result<Profile, SimError> {
+    Profile::from_npz(bytes).map_err(|e| SimError::new(format!("{path}: {e}")))
+}
+
+/// Without the NPZ reader (the page's first module): refused with the words that make the
+/// page load the full one.
+#[cfg(not(feature = "npz-profiles"))]
+fn read_npz(path: &str, _bytes: &[u8]) -> Result<Profile, SimError> {
+    Err(SimError::left_out(&format!("{path}: the NPZ profile reader")))
 }

@@ -29,6 +29,10 @@ use std::time::Duration;
 
 mod offload;
 
+/// Rounds of one timestamp after which the harness gives up on it (a guard: the reference
+/// aborts a replay whose internal work does not converge).
+const MAX_ROUNDS: u32 = 100_000;
+
 pub struct Simulation {
     workload: Workload,
     /// The measured-kernel models the engines run with (for the report's config).
@@ -44,6 +48,8 @@ pub struct Simulation {
     collector: Collector,
     recorder: Recorder,
     scratch: Vec<u8>,
+    /// A cleared pass output, swapped with a rank's `pending` when its pass is applied.
+    spare_pass: Option<Box<PassOutput>>,
     /// Verify invariants after every pass (on in debug builds; tests turn it on).
     checks: bool,
     passes: u64,
@@ -61,6 +67,8 @@ pub struct Simulation {
     /// (time, worker), in time order.
     planner: Option<Planner>,
     starting: Vec<(f64, usize)>,
+    /// Each rank's offload-tier deadline in the event queue (`offload.rs`), if any.
+    deadlines: Vec<Option<f64>>,
     /// Where the event stream goes, when one is recorded.
     event_sink: Option<Box<dyn EventSink>>,
     /// Each rank's KV pool block by block as its `blocks` lines told it (recording only).
@@ -71,10 +79,6 @@ impl Simulation {
     pub fn new(cfg: &SimConfig, mut workload: Workload) -> Result<Self, SimError> {
         cfg.validate()?;
         let offload = cfg.engines().iter().any(|e| e.native_host_offload.is_some());
-        if offload && cfg.scaling.is_some() {
-            // The tiers are sized for the pool's first workers; growing it is not modelled.
-            return Err(SimError::new("engine.native_host_offload: a planner or scripted scaling with native offload is not supported"));
-        }
         if offload {
             workload.intern_ids();
         }
@@ -99,6 +103,7 @@ impl Simulation {
             collector,
             recorder: Recorder::new(cfg.timeseries_interval_ms),
             scratch: Default::default(),
+            spare_pass: None,
             checks: cfg!(debug_assertions),
             passes: 0,
             max_sim_time_ms: cfg.max_sim_time_ms,
@@ -108,6 +113,7 @@ impl Simulation {
             steady_tokens: cfg.max_sim_time_ms.is_none(),
             planner: cfg.scaling.clone().map(Planner::new),
             starting: Vec::new(),
+            deadlines: Vec::new(),
             event_sink: None,
             block_mirrors: Vec::new(),
             workload,
@@ -152,13 +158,14 @@ impl Simulation {
         workers: u32,
         router_cfg: RouterConfig,
     ) -> Result<(), SimError> {
+        let engine = launch.engine.resolve()?;
         let fleet = &mut self.fleet;
         let pool = fleet.pools.len();
         let dp = launch.dp_size as usize;
         // Each pool draws its routing ties from its own stream of the scenario's seed.
         let seed = mix64(cfg.seed ^ pool as u64);
-        let mut router = Router::new(cfg.router_mode, router_cfg, workers as usize, dp, launch.engine.block_size(), seed)
-            .with_event_lag(cfg.kv_event_lag_ms);
+        let mut router =
+            Router::new(cfg.router_mode, router_cfg, workers as usize, dp, engine.block_size, seed).with_event_lag(cfg.kv_event_lag_ms);
         if role != Role::Aggregated {
             router = router.rotating_ranks();
         }
@@ -173,7 +180,7 @@ impl Simulation {
                 std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0).as_nanos().min(u64::MAX as u128) as u64
             }));
         }
-        let tiers = Tiers::for_pool(&launch.engine, workers);
+        let tiers = Tiers::for_pool(&engine, workers);
         if let Some(all) = &mut self.offload {
             all.push(tiers.clone());
         }
@@ -183,9 +190,10 @@ impl Simulation {
             workers: Vec::new(),
             target_rank: vec![usize::MAX; workers as usize * dp],
             dp_size: dp,
-            block_size: launch.engine.block_size(),
-            max_num_batched_tokens: launch.engine.max_num_batched_tokens.map_or(UNBOUNDED_BATCH_TOKENS, u64::from),
+            block_size: engine.block_size,
+            max_num_batched_tokens: engine.max_num_batched_tokens.map_or(UNBOUNDED_BATCH_TOKENS, u64::from),
             launch: launch.clone(),
+            engine,
             profile: cfg.profiles.get(&launch.engine),
             kernels: cfg.kernels.get(&launch.engine),
             startup_ms: launch.startup_time.unwrap_or(0.0) * 1000.0,
@@ -206,21 +214,21 @@ impl Simulation {
         let fleet = &mut self.fleet;
         let p = &fleet.pools[pool];
         let id = p.workers.len() as u32;
-        let (role, launch, profile, kernels, emit_events, tiers) =
-            (p.role, p.launch.clone(), p.profile.clone(), p.kernels.clone(), p.router.wants_kv_events(), p.tiers.clone());
+        let (role, dp_size, engine, profile, kernels, emit_events, tiers) =
+            (p.role, p.launch.dp_size, p.engine.clone(), p.profile.clone(), p.kernels.clone(), p.router.wants_kv_events(), p.tiers.clone());
         let group = fleet.workers.len();
         let start = fleet.ranks.len();
         for (dp, &target) in targets.iter().enumerate() {
             let setup = RankSetup {
                 dp_rank: dp as u32,
-                dp_size: launch.dp_size,
+                dp_size,
                 emit_events,
                 profile: profile.clone(),
                 kernels: kernels.clone(),
                 worker: id,
                 tiers: tiers.clone(),
             };
-            let mut engine = Engine::new(&launch.engine, &setup)?;
+            let mut engine = Engine::new(&engine, &setup)?;
             engine.set_steady_tokens(self.steady_tokens);
             engine.set_forward_pass_metrics(self.planner.is_some());
             fleet.ranks.push(Rank {
@@ -230,7 +238,7 @@ impl Simulation {
                 dp_rank: dp as u32,
                 group,
                 stepped: false,
-                pending: PassOutput::default(),
+                pending: Box::default(),
                 last_pass_end_ms: 0.0,
                 started_ms: 0.0,
                 idle_pass: false,
@@ -378,14 +386,8 @@ impl Simulation {
             if self.cut_off {
                 return true;
             }
-            let mut next_event = self.events.next_time();
-            if self.offload.is_some()
-                && let Some(d) = self.next_transfer_deadline()
-            {
-                // A deadline already due (a shared tier's news) is taken now.
-                let d = d.max(self.now_ms);
-                next_event = Some(next_event.map_or(d, |e| e.min(d)));
-            }
+            self.drop_stale_deadlines();
+            let next_event = self.events.next_time();
             let next_arrival = self.driver.next_time();
             let t = match (next_event, next_arrival) {
                 (None, None) => {
@@ -411,34 +413,77 @@ impl Simulation {
             }
             self.count_worker_seconds(t);
             self.now_ms = t;
-            if self.offload.is_some() {
-                self.drain_with_offload(t);
-                continue;
+            self.instant(t);
+        }
+        self.is_done()
+    }
+
+    /// Everything that happens at `t`, in rounds. A round: idle workers settle their due
+    /// transfers; pass ends and hand-off transfers apply (then idle workers settle again);
+    /// workers that finished starting become ready; arrivals are routed and idle workers with
+    /// work start passes; drained workers go and a planner tick comes last. Without a
+    /// connector that asks for more (the offload tiers' work at one instant), one round is
+    /// all; with one, rounds repeat while a round changed anything.
+    fn instant(&mut self, t: f64) {
+        for _ in 0..MAX_ROUNDS {
+            let mut changed = self.settle_due_transfers(t);
+            let ended = self.apply_due_events(t);
+            if ended {
+                self.settle_due_transfers(t);
             }
-            while let Some(e) = self.events.pop_due(t) {
-                match e.kind {
-                    EventKind::PassEnd { worker } => self.end_worker_pass(worker as usize, t),
-                    EventKind::TransferDone { request, rank } => self.transfer_done(request, rank as usize, t),
-                }
-            }
+            changed |= ended;
             self.workers_ready(t);
-            // Disaggregated serving: ranks whose pass just ended start their next one before
-            // the arrivals of this instant are routed (an arrival exactly at a prefill pass end
-            // waits a pass there; aggregated, it joins). Measured on the reference.
-            if self.handoff.is_none() {
-                self.route_arrivals(t);
-                self.start_passes(t);
-            } else {
-                self.start_passes(t);
-                self.route_arrivals(t);
-                self.start_passes(t);
-            }
+            let dispatched = self.driver.dispatched();
+            changed |= self.start_passes_and_route(t);
+            changed |= self.driver.dispatched() != dispatched;
             if self.planner.is_some() {
                 self.settle_drains(t);
                 self.planner_tick(t);
             }
+            if !(changed && self.offload.is_some()) {
+                self.refresh_deadlines();
+                return;
+            }
         }
-        self.is_done()
+        self.give_up("the offload tiers' work at one instant does not converge");
+    }
+
+    /// Pass ends and hand-off transfers due by `t`, in the queue's order; true if any.
+    fn apply_due_events(&mut self, t: f64) -> bool {
+        let mut any = false;
+        while let Some(e) = self.events.pop_due(t) {
+            match e.kind {
+                EventKind::PassEnd { worker } => self.end_worker_pass(worker as usize, t),
+                EventKind::TransferDone { request, rank } => self.transfer_done(request, rank as usize, t),
+                EventKind::TransferDeadline { rank } => {
+                    self.transfer_deadline(rank as usize, e.at_ms, t);
+                }
+            }
+            any = true;
+        }
+        any
+    }
+
+    /// Arrivals are routed and idle workers with work start passes, in the order the
+    /// reference's loop has them; true if a pass started (with offload: or ended at once).
+    fn start_passes_and_route(&mut self, t: f64) -> bool {
+        if self.offload.is_some() {
+            // Passes that take no time end at once, and the round restarts (`offload.rs`).
+            self.route_arrivals(t);
+            return self.drive(t);
+        }
+        // Disaggregated serving: ranks whose pass just ended start their next one before
+        // the arrivals of this instant are routed (an arrival exactly at a prefill pass end
+        // waits a pass there; aggregated, it joins). Measured on the reference.
+        if self.handoff.is_none() {
+            self.route_arrivals(t);
+            self.start_passes(t);
+        } else {
+            self.start_passes(t);
+            self.route_arrivals(t);
+            self.start_passes(t);
+        }
+        false
     }
 
     /// Nothing is left to happen, yet requests wait: ranks stalled behind a queue head that
@@ -690,14 +735,15 @@ impl Simulation {
             if !rank.engine.has_work() {
                 continue;
             }
-            let out = rank.engine.step();
+            // The pass's output buffers are swapped into `pending`, not copied.
+            rank.engine.step_into(&mut rank.pending);
+            let out = &rank.pending;
             let progressed = out.scheduled_tokens > 0
                 || !out.finished.is_empty()
                 || !out.preempted.is_empty()
                 || !out.tokens.is_empty()
                 || out.steady_tokens > 0;
             longest = longest.max(out.duration);
-            rank.pending.clone_from(out);
             if !progressed && !rank.engine.stalled() {
                 // A pass that changes nothing would repeat forever: end the rank's requests
                 // with the reason instead of hanging.
@@ -789,7 +835,8 @@ impl Simulation {
     /// Applies rank `r`'s pass: its KV events reach the router, its admissions, tokens and
     /// completions reach the records.
     fn apply_rank_pass(&mut self, r: usize, t: f64) {
-        let out = std::mem::take(&mut self.fleet.ranks[r].pending);
+        let spare = self.spare_pass.take().unwrap_or_default();
+        let mut out = std::mem::replace(&mut self.fleet.ranks[r].pending, spare);
         if (!out.finished.is_empty() || !out.preempted.is_empty())
             && let Some(h) = &mut self.handoff
         {
@@ -852,9 +899,8 @@ impl Simulation {
                 (Outcome::Unschedulable(why), _) => self.finish_request(i, Status::Unschedulable, Some(why.clone())),
             }
         }
-        let mut out = out;
         out.clear();
-        self.fleet.ranks[r].pending = out;
+        self.spare_pass = Some(out);
         // Lifecycle edges may have freed a target: dispatch the router's queue.
         while !self.fleet.pools[pool].queued.is_empty()
             && !self.fleet.pools[pool].router.all_busy(self.fleet.pools[pool].max_num_batched_tokens, t)

@@ -1,11 +1,13 @@
 //! The harness's side of native KV offload: the clock the engines' transfer tiers need.
 //!
-//! The engines compute transfer deadlines from the times handed to them; the harness comes
-//! back at those deadlines, in the reference's order at each timestamp, repeated until
-//! nothing changes:
+//! The engines compute transfer deadlines from the times handed to them; each idle rank's
+//! next deadline is an event in the one event queue (`TransferDeadline`, refreshed after
+//! every instant and whenever tiers settle). At each timestamp the loop (`mod.rs`,
+//! `instant`) goes in the reference's order, in rounds repeated until nothing changes:
 //!
 //! 1. idle workers whose transfers are due settle them (a busy worker's transfers land only
-//!    at its pass end: the framework sees them with the pass's output);
+//!    at its pass end: the framework sees them with the pass's output; its deadline events
+//!    are dropped and pushed again once it is idle);
 //! 2. pass ends, in worker order: every rank of the worker settles its transfers and submits
 //!    the pass's stores, then the passes' effects apply; then idle workers settle again;
 //! 3. arrivals are routed;
@@ -25,10 +27,6 @@ use servesim_engine::Scheduler;
 use servesim_engine::kv::offload::{G2Domain, G3Stats, Tiers};
 use servesim_engine::perf::duration_ms;
 
-/// Rounds of one timestamp after which the harness gives up on it (a guard: the reference
-/// aborts a replay whose internal work does not converge).
-const MAX_ROUNDS: u32 = 100_000;
-
 /// What starting a pass of a worker did, at an instant.
 enum Started {
     /// It ends later: its end is scheduled.
@@ -47,50 +45,12 @@ impl Simulation {
         (g3, g2)
     }
 
-    /// The earliest transfer deadline of an idle worker's rank.
-    pub(super) fn next_transfer_deadline(&self) -> Option<f64> {
-        let f = &self.fleet;
-        f.workers
-            .iter()
-            .filter(|w| !w.busy)
-            .flat_map(|w| w.ranks.clone())
-            .filter_map(|r| f.ranks[r].engine.transfers().and_then(|x| x.next_deadline()))
-            .min_by(f64::total_cmp)
-    }
-
     pub(super) fn transfers_pending(&self) -> bool {
         self.fleet.ranks.iter().any(|r| r.engine.transfers().is_some_and(|x| x.pending()))
     }
 
-    /// Everything that happens at `t` (see the module's order).
-    pub(super) fn drain_with_offload(&mut self, t: f64) {
-        for _ in 0..MAX_ROUNDS {
-            let mut changed = self.settle_idle(t);
-            let mut ended = false;
-            while let Some(e) = self.events.pop_due(t) {
-                match e.kind {
-                    EventKind::PassEnd { worker } => self.end_worker_pass(worker as usize, t),
-                    EventKind::TransferDone { request, rank } => self.transfer_done(request, rank as usize, t),
-                }
-                ended = true;
-            }
-            if ended {
-                changed = true;
-                self.settle_idle(t);
-            }
-            let dispatched = self.driver.dispatched();
-            self.route_arrivals(t);
-            changed |= self.driver.dispatched() != dispatched;
-            changed |= self.drive(t);
-            if !changed {
-                return;
-            }
-        }
-        self.give_up("the offload tiers' work at one instant does not converge");
-    }
-
     /// Ends every request still held (the harness's last resort).
-    fn give_up(&mut self, why: &str) {
+    pub(super) fn give_up(&mut self, why: &str) {
         for r in 0..self.fleet.ranks.len() {
             for f in self.fleet.ranks[r].engine.abandon(why) {
                 self.finish_request(f.id as u32, crate::report::Status::Unschedulable, Some(why.to_string()));
@@ -98,30 +58,78 @@ impl Simulation {
         }
     }
 
-    /// Idle workers settle their due transfers until none is due; true if any did.
-    fn settle_idle(&mut self, t: f64) -> bool {
-        let mut any = false;
-        for _ in 0..MAX_ROUNDS {
-            let mut settled = false;
-            for w in 0..self.fleet.workers.len() {
-                if self.fleet.workers[w].busy {
-                    continue;
-                }
-                for r in self.fleet.workers[w].ranks.clone() {
-                    if let Some(x) = self.fleet.ranks[r].engine.transfers_mut()
-                        && x.next_deadline().is_some_and(|d| d <= t)
-                    {
-                        let mut events = Vec::new();
-                        x.settle(t, &mut events);
-                        self.apply_tier_events(r, &events, t);
-                        settled = true;
-                    }
-                }
+    /// Queues each idle rank's next transfer deadline (at once if already due) where it is
+    /// not queued yet; a busy worker's wait for its pass end.
+    pub(super) fn refresh_deadlines(&mut self) {
+        if self.offload.is_none() {
+            return;
+        }
+        self.deadlines.resize(self.fleet.ranks.len(), None);
+        for (r, rank) in self.fleet.ranks.iter().enumerate() {
+            if self.fleet.workers[rank.group].busy {
+                continue;
             }
-            if !settled {
+            let at = rank.engine.transfers().and_then(|x| x.next_deadline()).map(|d| d.max(self.now_ms));
+            if let Some(d) = at
+                && at != self.deadlines[r]
+            {
+                self.events.push(d, EventKind::TransferDeadline { rank: r as u32 });
+            }
+            self.deadlines[r] = at;
+        }
+    }
+
+    /// A queued deadline that moved, or whose worker is busy, is no time to stop the clock.
+    pub(super) fn drop_stale_deadlines(&mut self) {
+        while let Some(e) = self.events.peek() {
+            let EventKind::TransferDeadline { rank } = e.kind else { return };
+            let r = rank as usize;
+            let busy = self.fleet.workers[self.fleet.ranks[r].group].busy;
+            if !busy && self.deadlines[r] == Some(e.at_ms) {
+                return;
+            }
+            if busy && self.deadlines[r] == Some(e.at_ms) {
+                self.deadlines[r] = None;
+            }
+            self.events.pop();
+        }
+    }
+
+    /// Rank `r`'s deadline queued for `at` is popped at `t`: an idle rank settles what is due
+    /// (true if it did).
+    pub(super) fn transfer_deadline(&mut self, r: usize, at: f64, t: f64) -> bool {
+        if self.deadlines[r] == Some(at) {
+            self.deadlines[r] = None;
+        }
+        if self.fleet.workers[self.fleet.ranks[r].group].busy {
+            return false;
+        }
+        let Some(x) = self.fleet.ranks[r].engine.transfers_mut() else { return false };
+        if !x.next_deadline().is_some_and(|d| d <= t) {
+            return false;
+        }
+        let mut events = Vec::new();
+        x.settle(t, &mut events);
+        self.apply_tier_events(r, &events, t);
+        true
+    }
+
+    /// Idle workers settle their due transfers, in the queue's order, until none is due
+    /// (settling may bring another rank's deadline forward); true if any did.
+    pub(super) fn settle_due_transfers(&mut self, t: f64) -> bool {
+        if self.offload.is_none() {
+            return false;
+        }
+        let mut any = false;
+        for _ in 0..super::MAX_ROUNDS {
+            self.refresh_deadlines();
+            let due = self.events.peek().is_some_and(|e| e.at_ms <= t && matches!(e.kind, EventKind::TransferDeadline { .. }));
+            if !due {
                 return any;
             }
-            any = true;
+            let e = self.events.pop().expect("peeked");
+            let EventKind::TransferDeadline { rank } = e.kind else { unreachable!("peeked a deadline") };
+            any |= self.transfer_deadline(rank as usize, e.at_ms, t);
         }
         any
     }
@@ -140,7 +148,7 @@ impl Simulation {
     }
 
     /// Starts passes on idle workers with work (see the module's order); true if any started.
-    fn drive(&mut self, t: f64) -> bool {
+    pub(super) fn drive(&mut self, t: f64) -> bool {
         let mut changed = false;
         let mut rounds = 0;
         'round: loop {
@@ -148,7 +156,7 @@ impl Simulation {
                 let mut retries = 0;
                 while !self.fleet.workers[w].busy && self.fleet.workers[w].ranks.clone().any(|r| self.fleet.ranks[r].engine.has_work()) {
                     rounds += 1;
-                    if rounds > MAX_ROUNDS {
+                    if rounds > super::MAX_ROUNDS {
                         self.give_up("passes at one instant do not converge");
                         return true;
                     }
@@ -179,11 +187,11 @@ impl Simulation {
             if let Some(x) = rank.engine.transfers_mut() {
                 x.set_pass_time(t);
             }
-            let out = rank.engine.step();
+            rank.engine.step_into(&mut rank.pending);
+            let out = &rank.pending;
             let start = out.compute_start_ms.unwrap_or(t);
             // As the reference adds them: prefill, then decode, to the compute start.
             end = end.max(start + duration_ms(out.prefill_duration) + duration_ms(out.duration - out.prefill_duration));
-            rank.pending.clone_from(out);
             retry |= rank.engine.transfers().is_some_and(|x| x.retry_at_once());
             rank.stepped = true;
             self.passes += 1;

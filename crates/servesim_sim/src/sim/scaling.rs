@@ -15,7 +15,7 @@ use crate::cluster::fleet::{Role, WorkerState};
 use crate::planner::decide::Caps;
 use crate::planner::record::{Operation, Topology};
 use crate::planner::{PoolState, Targets};
-use servesim_engine::{ForwardPassMetrics, Scheduler};
+use servesim_engine::{ForwardPassMetrics, HandOff, Scheduler};
 
 impl Simulation {
     /// The planner sees the initial workers as active from t = 0.
@@ -87,9 +87,17 @@ impl Simulation {
         }
     }
 
+    /// A draining worker is done when no pass is in flight, no request is on it and its
+    /// hand-off connector holds nothing: a prefill worker keeps draining until the decode
+    /// side has every prompt it still holds (the reference's drain settles at that release).
     fn drained(&self, w: usize) -> bool {
         let worker = &self.fleet.workers[w];
-        worker.state == WorkerState::Draining && !worker.busy && worker.ranks.clone().all(|r| self.fleet.ranks[r].engine.in_flight() == 0)
+        worker.state == WorkerState::Draining
+            && !worker.busy
+            && worker.ranks.clone().all(|r| {
+                let engine = &self.fleet.ranks[r].engine;
+                engine.in_flight() == 0 && !engine.holds_for_handoff()
+            })
     }
 
     /// A tick at `t`, if one is due: the planner reads the pools and its targets are applied.
@@ -219,12 +227,13 @@ impl Simulation {
         }
     }
 
-    /// Worker `w` goes; returns its id.
+    /// Worker `w` goes (with its worker-local offload tiers); returns its id.
     fn remove(&mut self, w: usize) -> u32 {
         let worker = &mut self.fleet.workers[w];
         worker.state = WorkerState::Removed;
         let (pool, id) = (worker.pool, worker.id);
         self.fleet.pools[pool].router.set_ready(id as usize, false);
+        self.fleet.pools[pool].tiers.remove_worker(id);
         if let Some(p) = &mut self.planner {
             p.fpm[pool_slot(self.fleet.pools[pool].role)].deactivate(id);
         }

@@ -149,7 +149,7 @@ fn bad_measured_kernel_settings_are_errors_naming_the_field() {
     assert!(e.contains("tp"), "{e}");
     let e = err(json!({"type": "ais", "model": "Qwen/Qwen3-8B", "system": "a100_sxm"}));
     assert!(e.contains("system") && e.contains("h200_sxm"), "{e}");
-    let e = err(json!({"type": "ais", "model": "deepseek-ai/DeepSeek-V3", "system": "h200_sxm"}));
+    let e = err(json!({"type": "ais", "model": "mistralai/Mixtral-8x7B-v0.1", "system": "h200_sxm"}));
     assert!(e.contains("model") && e.contains("not a bundled model"), "{e}");
     let e = err(
         json!({"type": "external", "provider": "ais", "config": {"model": "Qwen/Qwen3-8B", "system": "h200_sxm", "backend": "vllm", "worker_type": "aggregated", "moe_ep_size": 8}}),

@@ -53,6 +53,8 @@ fn run(num_gpu_blocks: u32, preemption_fifo: bool, rows: Vec<Row>) -> Result<(),
         "max_num_batched_tokens": 64,
         "preemption_mode": if preemption_fifo { "fifo" } else { "lifo" },
     }))
+    .unwrap()
+    .resolve()
     .unwrap();
     let mut engines: Vec<Engine> =
         (0..2).map(|r| Engine::new(&args, &RankSetup { dp_rank: r, ..RankSetup::single(true) }).unwrap()).collect();

@@ -146,7 +146,40 @@ export function modelPicker(body: HTMLElement, ctx: PickerContext, m: ModelChoic
   const memRow = ctx.row('f-gpu-mem', 'GPU memory used', memInput, '×', 'engine.timing_model.gpu_memory_utilization');
   const fracInput = el('input', { id: 'f-memory_fraction', type: 'text', inputmode: 'decimal', autocomplete: 'off' });
   const fracRow = ctx.row('f-memory_fraction', 'GPU memory used', fracInput, '×', 'memory_fraction');
-  body.append(gRow, fRow, tpRow, wRow, gemmRow, kRow, kqRow, memRow, fracRow);
+  // Parallelism beyond TP (issue 31): attention data parallelism (both timing models), and
+  // for measured kernels the experts' parallelism and pipeline stages, as the engine reads them.
+  const adpInput = el('input', { id: 'f-attention-dp', type: 'text', inputmode: 'numeric', autocomplete: 'off' });
+  const adpRow = ctx.row('f-attention-dp', 'Attention data parallel', adpInput, 'ranks', 'engine.timing_model.attention_dp');
+  const epInput = el('input', { id: 'f-moe-ep', type: 'text', inputmode: 'numeric', autocomplete: 'off', placeholder: '1' });
+  const epRow = ctx.row('f-moe-ep', 'Expert parallel (EP)', epInput, 'GPUs', 'engine.timing_model.moe_ep_size');
+  const ppInput = el('input', { id: 'f-pp', type: 'text', inputmode: 'numeric', autocomplete: 'off' });
+  const ppRow = ctx.row('f-pp', 'Pipeline parallel', ppInput, 'stages', 'engine.timing_model.pp');
+  const parallel = el('div', { class: 'derived', id: 'parallel-arithmetic' });
+  body.append(gRow, fRow, tpRow, adpRow, epRow, ppRow, parallel, wRow, gemmRow, kRow, kqRow, memRow, fracRow);
+  /** A count field of the timing model: `key` (or the alias the arguments already use); 1 or empty unsets it. */
+  const countField = (input: HTMLInputElement, row: HTMLElement, key: string, alias: string, path: string): void => {
+    input.addEventListener('input', () => {
+      const t = input.value.trim();
+      const ok = t === '' || (/^\d+$/.test(t) && Number(t) >= 1 && Number(t) <= 1024);
+      ctx.flag(row, input, path, ok ? null : 'a whole number from 1 to 1024');
+      if (!ok) {
+        ctx.publish();
+        return;
+      }
+      const v = t === '' || Number(t) === 1 ? undefined : Number(t);
+      const args = m.measuredArgs();
+      const tm = m.timingModel();
+      if (args) setArg(args, key, alias, v);
+      else if (tm?.type === 'roofline' && key === 'attention_dp') {
+        if (v === undefined) delete tm.attention_dp;
+        else tm.attention_dp = v;
+      }
+      ctx.changed();
+    });
+  };
+  countField(adpInput, adpRow, 'attention_dp', 'attention_dp_size', 'engine.timing_model.attention_dp');
+  countField(epInput, epRow, 'moe_ep_size', 'moe_ep_size', 'engine.timing_model.moe_ep_size');
+  countField(ppInput, ppRow, 'pp', 'pp_size', 'engine.timing_model.pp');
   const derived = el('div', { class: 'derived', id: 'model-derived' });
   body.append(derived);
 
@@ -366,11 +399,60 @@ export function modelPicker(body: HTMLElement, ctx: PickerContext, m: ModelChoic
     ]
       .filter(Boolean)
       .join(' · ');
+    const count = (v: unknown): number => (typeof v === 'number' && v >= 1 ? v : 1);
+    const adp = args ? count(args.attention_dp ?? args.attention_dp_size) : roofline ? count(tm.attention_dp) : 1;
+    const ep = args ? count(args.moe_ep_size) : tp * adp;
+    const pp = args ? count(args.pp ?? args.pp_size) : 1;
+    for (const [input, row, v] of [
+      [adpInput, adpRow, adp],
+      [epInput, epRow, args ? ep : undefined],
+      [ppInput, ppRow, pp],
+    ] as const) {
+      if (document.activeElement !== input && !row.classList.contains('invalid')) input.value = v === undefined ? '' : String(v);
+    }
+    adpRow.hidden = !timed;
+    epRow.hidden = !measured;
+    ppRow.hidden = !measured;
+    (adpRow.querySelector('.hint') as HTMLElement).textContent = adp > 1 ? `each rank runs attention on its own requests over TP ${tp}` : '';
+    (epRow.querySelector('.hint') as HTMLElement).textContent = args
+      ? `expert TP ${args.moe_tp_size ?? Math.max(1, (tp * adp) / ep)} × EP ${ep} must equal TP × attention DP`
+      : '';
+    parallel.hidden = !timed;
+    parallel.textContent = timed ? parallelLine(p, tp, adp, ep, pp, measured) : '';
     derived.textContent = modelLine(p, roofline, measured, choice);
     source.textContent = sourceLine(m, p, roofline, args, choice);
     source.dataset.kind = measured ? 'measured' : roofline ? 'estimate' : '';
     source.hidden = !timed;
   });
+}
+
+/**
+ * The parallelism's arithmetic, from the engine's own figures where it gives them: GPUs per
+ * worker (TP × attention DP × PP), where the experts run, and the KV cache per attention-DP
+ * rank (one scheduler holds every rank's requests, so the engine's pool is their sum).
+ */
+export function parallelLine(p: PoolConfig | null, tp: number, adp: number, ep: number, pp: number, measured: boolean): string {
+  const gpus = p?.gpus_per_worker ?? tp * adp * pp;
+  const terms = [`TP ${tp}`, `attention DP ${adp}`, ...(pp > 1 ? [`PP ${pp}`] : [])];
+  const parts = [`GPUs per worker: ${terms.join(' × ')} = ${gpus}`];
+  const width = tp * adp;
+  parts.push(
+    measured
+      ? `experts: expert TP ${Math.max(1, width / ep)} × EP ${ep} = ${width} GPUs`
+      : `experts spread over all ${width} GPU${width > 1 ? 's' : ''} (EP ${width})`,
+  );
+  if (p && adp > 1) {
+    const tokens = Math.floor(p.kv_tokens_per_rank / adp);
+    const gib = p.kv_gib_per_rank === null ? '' : ` (${(p.kv_gib_per_rank / adp).toFixed(1)} GiB)`;
+    parts.push(
+      `KV per attention-DP rank: ${tokens.toLocaleString('en-US')} tokens${gib}, the engine's ${p.kv_tokens_per_rank.toLocaleString('en-US')} ÷ ${adp}`,
+    );
+  } else if (p) {
+    parts.push(
+      `KV per rank: ${p.kv_tokens_per_rank.toLocaleString('en-US')} tokens${p.kv_gib_per_rank === null ? '' : ` (${p.kv_gib_per_rank.toFixed(1)} GiB)`}`,
+    );
+  }
+  return parts.join(' · ');
 }
 
 /** Where the pass times come from, in one line: measured kernels (whose) or an estimate (and why). */

@@ -93,7 +93,7 @@ pub struct G3Store {
     entries: BTreeMap<(u32, Key), Entry>,
     jobs: BTreeMap<u64, G3Job>,
     service: FairShare,
-    /// Completions not yet taken, per worker.
+    /// Completions not yet taken, per worker (a worker added by scaling joins on its first).
     completed: BTreeMap<u32, Vec<G3Completion>>,
     /// Orders touches and names jobs.
     ordinal: u64,
@@ -233,7 +233,7 @@ impl G3Store {
     /// The next event of any job (they share the service), or a completion of the worker's
     /// not yet taken.
     pub fn next_deadline(&self, worker: u32) -> Option<f64> {
-        self.service.next_event().into_iter().chain(self.completed[&worker].iter().map(|c| c.at)).min_by(f64::total_cmp)
+        self.service.next_event().into_iter().chain(self.completed.get(&worker).into_iter().flatten().map(|c| c.at)).min_by(f64::total_cmp)
     }
 
     pub fn advance(&mut self, target: f64) {
@@ -263,23 +263,31 @@ impl G3Store {
         io.completed_jobs += 1;
         io.completed_bytes += bytes;
         io.transfer_ms += at - job.submitted;
-        self.completed.get_mut(&job.worker).expect("a registered worker").push(G3Completion { id, way: job.way, keys: job.keys, at });
+        self.completed.entry(job.worker).or_default().push(G3Completion { id, way: job.way, keys: job.keys, at });
     }
 
     /// Advances to `now` and hands the worker its completions due by then.
     pub fn take_completed(&mut self, worker: u32, now: f64) -> Vec<G3Completion> {
         self.advance(now);
-        let list = self.completed.get_mut(&worker).expect("a registered worker");
+        let list = self.completed.entry(worker).or_default();
         let (due, later): (Vec<_>, Vec<_>) = std::mem::take(list).into_iter().partition(|c| c.at <= now);
         *list = later;
         due
     }
 
     pub fn has_work(&self, worker: u32) -> bool {
-        !self.completed[&worker].is_empty() || self.service.has_client_jobs(worker as u64)
+        self.completed.get(&worker).is_some_and(|c| !c.is_empty()) || self.service.has_client_jobs(worker as u64)
     }
 
     /// The statistics, with the blocks resident and pending now.
+    /// Worker `worker` is removed from its pool (scaled down): a `worker_local` store goes
+    /// with it, so its blocks no longer count as resident (as the reference's report has it).
+    pub fn remove_worker(&mut self, worker: u32) {
+        if self.cfg.scope == G3Scope::WorkerLocal {
+            self.entries.retain(|&(pool, _), _| pool != worker);
+        }
+    }
+
     pub fn snapshot(&self) -> G3Stats {
         let mut s = self.stats.clone();
         s.pending_blocks = self.entries.values().filter(|e| e.pending).count() as u64;

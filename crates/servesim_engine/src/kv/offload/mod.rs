@@ -53,6 +53,13 @@ impl Tiers {
         Tiers { g2, g3 }
     }
 
+    /// Worker `worker` of the pool is removed (scaled down).
+    pub fn remove_worker(&self, worker: u32) {
+        if let Some(g3) = &self.g3 {
+            g3.borrow_mut().remove_worker(worker);
+        }
+    }
+
     pub fn g3_stats(&self) -> Option<G3Stats> {
         self.g3.as_ref().map(|g| g.borrow().snapshot())
     }

@@ -239,6 +239,10 @@ pub struct KernelData {
     /// fp8_static overhead tables by quant: axes (m, k).
     compute_scale: SortedMap<String, Lazy>,
     scale_matrix: SortedMap<String, Lazy>,
+    /// The MoE and MLA tables (`moe`, `context_mla`, `generation_mla`, `mla_bmm`,
+    /// `context_mla_module`, `generation_mla_module`) by kind and key (the slice's key object
+    /// as compact JSON, its fields sorted).
+    keyed: SortedMap<(String, String), Lazy>,
 }
 
 /// A built table of one of the kinds a data file holds (one type for all: the page's engine
@@ -307,6 +311,7 @@ impl KernelData {
             allreduce: SortedMap::new(),
             compute_scale: SortedMap::new(),
             scale_matrix: SortedMap::new(),
+            keyed: SortedMap::new(),
         };
         for (i, s) in meta.slices.iter().enumerate() {
             let ctx = |m: &str| err(format!("slice `{}` ({}): {m}", s.prefix, s.kind));
@@ -346,6 +351,9 @@ impl KernelData {
                 }
                 "scale_matrix" => {
                     data.scale_matrix.insert(key_str("quant")?, Lazy::new(i));
+                }
+                "moe" | "context_mla" | "generation_mla" | "mla_bmm" | "context_mla_module" | "generation_mla_module" | "nccl" => {
+                    data.keyed.insert((s.kind.clone(), key_text(&s.key)), Lazy::new(i));
                 }
                 // A table this servesim does not model (yet): kept out of the way.
                 _ => {}
@@ -473,6 +481,38 @@ impl KernelData {
         self.grid(lazy, &|pts| Ok(Table::Grid(Grid::new(pts, 2))))
     }
 
+    /// A keyed MoE/MLA slice's lazy entry.
+    fn keyed_lazy(&self, kind: &str, key: &Value) -> Option<&Lazy> {
+        let map: SortedMap<String, Value> = key.as_object()?.clone().into_iter().collect();
+        self.keyed.get(&(kind.to_string(), key_text(&map)))
+    }
+
+    /// Whether the file holds a slice of `kind` at `key`.
+    pub fn has_keyed(&self, kind: &str, key: &Value) -> bool {
+        self.keyed_lazy(kind, key).is_some()
+    }
+
+    /// The keys the file holds for `kind` (for error messages and lookups by a partial key).
+    pub fn keyed_keys(&self, kind: &str) -> Vec<Value> {
+        self.keyed.keys().filter(|(k, _)| k == kind).filter_map(|(_, key)| serde_json::from_str(key).ok()).collect()
+    }
+
+    /// A 1-D keyed slice (the MoE table along tokens) as a curve.
+    pub fn keyed_curve(&self, kind: &str, key: &Value) -> Result<Option<&Curve>, String> {
+        let Some(lazy) = self.keyed_lazy(kind, key) else { return Ok(None) };
+        match self.build(lazy, &|pts| Ok(Table::Curve(Curve::new(pts.iter().map(|(c, v)| (c[0] as f64, *v)).collect()))))? {
+            Table::Curve(c) => Ok(Some(c)),
+            _ => unreachable!("a curve slice builds a curve"),
+        }
+    }
+
+    /// A keyed slice (MLA attention, module, BMM tables) as a grid of its axes.
+    pub fn keyed_grid(&self, kind: &str, key: &Value) -> Result<Option<&Grid>, String> {
+        let Some(lazy) = self.keyed_lazy(kind, key) else { return Ok(None) };
+        let dims = self.meta.slices[lazy.slice].axes.len();
+        self.grid(lazy, &|pts| Ok(Table::Grid(Grid::new(pts, dims))))
+    }
+
     /// `system/backend/version` of the file.
     pub fn identity(&self) -> (String, String, String) {
         let p = &self.meta.provenance;
@@ -492,6 +532,15 @@ impl KernelData {
         let part = |p: &str| self.array(&format!("{name}.{p}"));
         decode_values([part("code")?, part("f32")?, part("f64")?], name, n)
     }
+}
+
+/// A slice key as compact JSON, fields sorted: the lookup key of MoE/MLA slices.
+fn key_text(key: &SortedMap<String, Value>) -> String {
+    let mut m = serde_json::Map::new();
+    for (k, v) in key.iter() {
+        m.insert(k.clone(), v.clone());
+    }
+    Value::Object(m).to_string()
 }
 
 fn take_member(members: &mut Vec<(String, Vec<u8>)>, name: &str) -> Result<Vec<u8>, DataError> {

@@ -405,7 +405,13 @@ impl Curve {
     }
 
     pub fn query(&self, x: f64) -> Result<LeafValue, Miss> {
-        let axes = ["message_size"];
+        self.query_sol(x, "message_size", &|x| x)
+    }
+
+    /// The curve at `x`, holding the end point's utilisation against `sol` beyond the ends
+    /// (the MoE table along tokens: `sol` is the experts' speed of light).
+    pub fn query_sol(&self, x: f64, axis: &str, sol: &dyn Fn(f64) -> f64) -> Result<LeafValue, Miss> {
+        let axes = [axis];
         if self.points.is_empty() {
             return Err(miss(&axes, &[x], "empty table"));
         }
@@ -415,13 +421,15 @@ impl Curve {
         let upper = self.points.partition_point(|p| p.0 < x);
         if upper == 0 || upper == self.points.len() {
             let (ax, av) = if upper == 0 { self.points[0] } else { self.points[self.points.len() - 1] };
-            if av.latency.is_nan() || av.latency <= 0.0 || ax <= 0.0 {
+            let anchor_sol = sol(ax);
+            if av.latency.is_nan() || av.latency <= 0.0 || anchor_sol.is_nan() || anchor_sol <= 0.0 {
                 return Err(miss(&axes, &[x], "no positive-util boundary anchor"));
             }
-            if x.is_nan() || x <= 0.0 {
+            let query_sol = sol(x);
+            if query_sol.is_nan() || query_sol <= 0.0 {
                 return Err(miss(&axes, &[x], "non-positive SOL at query"));
             }
-            let latency = x / (ax / av.latency);
+            let latency = query_sol / (anchor_sol / av.latency);
             let power = av.blend_power();
             return Ok(LeafValue { latency, power, energy: power * latency });
         }

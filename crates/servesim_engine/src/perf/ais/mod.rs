@@ -15,7 +15,9 @@ pub mod data;
 pub mod energy;
 pub mod interp;
 pub mod memory;
+pub mod mla;
 pub mod model;
+pub mod moe;
 pub mod nearest;
 pub mod ops;
 pub mod quant;
@@ -307,7 +309,23 @@ impl AisModel {
     pub fn new(data: Arc<KernelData>, shape: ModelShape, model_name: String, args: &AisArgs, backend: Backend) -> Result<AisModel, String> {
         let (g, k, f) = args.dtypes()?;
         let dtypes = Dtypes::resolve(&shape, backend, g, k, f);
-        let graph = Graph::dense(&shape, args.tp, args.pp, dtypes)?;
+        let graph = if shape.moe.is_some() {
+            let (moe_tp, moe_ep) = args.moe_parallelism()?;
+            let parallel = model::Parallel { tp: args.tp, pp: args.pp, attention_dp: args.attention_dp, moe_tp, moe_ep };
+            // The experts' mode: as set, else the checkpoint's, else bfloat16.
+            let moe_quant = match &args.moe_quant_mode {
+                Some(q) => GemmQuant::parse(q).ok_or_else(|| format!("moe_quant_mode: unknown mode `{q}`"))?,
+                None => shape.gemm.unwrap_or(GemmQuant::Bfloat16),
+            };
+            let framework = match backend {
+                Backend::Vllm => ops::Framework::Vllm,
+                Backend::Sglang => ops::Framework::Sglang,
+                Backend::Trtllm => ops::Framework::Trtllm,
+            };
+            Graph::moe(&shape, &parallel, dtypes, moe_quant, framework)?
+        } else {
+            Graph::dense(&shape, args.tp, args.pp, dtypes)?
+        };
         let m = AisModel {
             data,
             shape,
@@ -419,7 +437,14 @@ impl AisModel {
         let mut evidence = PowerEvidence::default();
         for (i, op) in ops.iter().enumerate() {
             let key = match op {
-                Op::ContextAttention { .. } | Op::GenerationAttention { .. } => (shape.batch, shape.s, shape.prefix),
+                Op::ContextAttention { .. }
+                | Op::GenerationAttention { .. }
+                | Op::ContextMla { .. }
+                | Op::GenerationMla { .. }
+                | Op::MlaBmm { .. }
+                | Op::MlaModule { .. }
+                | Op::Fallback { .. }
+                | Op::Overlap { .. } => (shape.batch, shape.s, shape.prefix),
                 Op::Gemm { logits: true, .. } => (shape.batch, 0, 0),
                 _ => (shape.tokens, 0, 0),
             };
@@ -461,6 +486,10 @@ impl AisModel {
 
     /// KV bytes per token per GPU (all layers, K and V).
     pub fn kv_bytes_per_token(&self) -> u64 {
+        if let Some(a) = self.shape.mla {
+            // MLA caches one latent (KV rank + RoPE part) per layer, on every attention rank.
+            return (((a.kv_lora + a.rope) as u64 * self.shape.layers as u64) as f64 * self.dtypes.kv.memory()) as u64;
+        }
         let per_gpu = self.shape.kv_heads_per_gpu(self.tp) as u64 * self.shape.head_size as u64 * self.shape.layers as u64 * 2;
         (per_gpu as f64 * self.dtypes.kv.memory()) as u64
     }

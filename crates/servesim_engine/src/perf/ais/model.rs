@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::ops::Op;
+use super::ops::{Framework, Op};
 use super::quant::{FmhaQuant, GemmQuant, KvQuant};
 use crate::args::Backend;
 
@@ -33,7 +33,38 @@ pub struct ModelShape {
     pub gemm: Option<GemmQuant>,
     pub kv: Option<KvQuant>,
     pub fmha: Option<FmhaQuant>,
+    /// The routed experts (MoE models), else None.
+    pub moe: Option<MoeShape>,
+    /// The latent attention's widths (DeepSeek's MLA), else None.
+    pub mla: Option<MlaShape>,
 }
+
+/// A mixture of experts' routed part: how many, how many per token, their FFN width, and
+/// the shared experts every token also runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MoeShape {
+    pub experts: u32,
+    pub topk: u32,
+    pub inter: u32,
+    pub shared: u32,
+    /// The expert-load distribution AIConfigurator's tables were measured under for the
+    /// family (`power_law_1.01` for DeepSeek, `power_law_1.2` for the generic MoE).
+    pub distribution: &'static str,
+}
+
+/// MLA's widths: the query and KV latent ranks, the RoPE and no-RoPE head parts, V's head.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MlaShape {
+    pub q_lora: u32,
+    pub kv_lora: u32,
+    pub rope: u32,
+    pub nope: u32,
+    pub v: u32,
+}
+
+/// MoE architectures timed op by op: Qwen3-MoE (GQA + MoE, AIConfigurator's MOE family) and
+/// DeepSeek-V3/R1 (MLA + MoE with a shared expert).
+const MOE: [&str; 2] = ["Qwen3MoeForCausalLM", "DeepseekV3ForCausalLM"];
 
 fn field_u32(cfg: &Value, name: &str) -> Result<Option<u32>, String> {
     match cfg.get(name) {
@@ -59,7 +90,9 @@ impl ModelShape {
             .and_then(|a| a.get(0))
             .and_then(|a| a.as_str())
             .ok_or("architectures: expected a list naming the model class")?;
-        let Some(&(_, qk_norm)) = DENSE.iter().find(|(a, _)| *a == arch) else {
+        let moe_arch = MOE.contains(&arch);
+        let dense = DENSE.iter().find(|(a, _)| *a == arch).map(|d| d.1);
+        let Some(qk_norm) = dense.or(moe_arch.then_some(arch == "Qwen3MoeForCausalLM")) else {
             // A shape servesim reads (MoE, MLA) whose measured ops are not converted yet.
             let what = match crate::perf::roofline::ModelSpec::from_hf_config(cfg) {
                 Ok(m) if m.kv_lora_rank.is_some() => "a mixture of experts with latent attention (MLA)",
@@ -67,8 +100,9 @@ impl ModelShape {
                 _ => "not a dense decoder",
             };
             return Err(format!(
-                "architectures: `{arch}` is {what}; the measured-kernel model times dense decoders only ({}) — its MoE and MLA kernel tables are not converted yet; time it with the roofline (timing_model type `roofline`, which reads this config.json)",
-                DENSE.iter().map(|d| d.0).collect::<Vec<_>>().join(", ")
+                "architectures: `{arch}` is {what}; the measured-kernel model times dense decoders ({}) and the MoE models {} — time it with the roofline (timing_model type `roofline`, which reads this config.json)",
+                DENSE.iter().map(|d| d.0).collect::<Vec<_>>().join(", "),
+                MOE.join(", ")
             ));
         };
         let hidden = required(cfg, "hidden_size")?;
@@ -81,7 +115,35 @@ impl ModelShape {
             None => hidden / heads,
         };
         let (gemm, kv, fmha) = declared_quant(cfg)?;
+        let deepseek = arch == "DeepseekV3ForCausalLM";
+        let moe = if moe_arch {
+            let experts = field_u32(cfg, "n_routed_experts")?.or(field_u32(cfg, "num_experts")?).ok_or("num_experts is missing")?;
+            Some(MoeShape {
+                experts,
+                topk: required(cfg, "num_experts_per_tok")?,
+                inter: required(cfg, "moe_intermediate_size")?,
+                shared: if deepseek { 1 } else { 0 },
+                distribution: if deepseek { "power_law_1.01" } else { "power_law_1.2" },
+            })
+        } else {
+            None
+        };
+        // AIConfigurator's defaults where a DeepSeek config leaves a width out.
+        let or = |k: &str, d: u32| field_u32(cfg, k).map(|v| v.filter(|&v| v > 0).unwrap_or(d));
+        let mla = if deepseek {
+            Some(MlaShape {
+                q_lora: or("q_lora_rank", 1536)?,
+                kv_lora: or("kv_lora_rank", 512)?,
+                rope: or("qk_rope_head_dim", 64)?,
+                nope: or("qk_nope_head_dim", 128)?,
+                v: or("v_head_dim", 128)?,
+            })
+        } else {
+            None
+        };
         Ok(ModelShape {
+            moe,
+            mla,
             architecture: arch.to_string(),
             layers: required(cfg, "num_hidden_layers")?,
             heads,
@@ -176,6 +238,17 @@ impl Dtypes {
     }
 }
 
+/// A run's parallelism as the ops see it: attention TP, PP, attention DP ranks, and the
+/// experts' TP × EP.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Parallel {
+    pub tp: u32,
+    pub pp: u32,
+    pub attention_dp: u32,
+    pub moe_tp: u32,
+    pub moe_ep: u32,
+}
+
 /// The ops of both phases at tensor-parallel `tp` and pipeline-parallel `pp`.
 #[derive(Clone, Debug)]
 pub struct Graph {
@@ -240,16 +313,196 @@ impl Graph {
         Ok(Graph { context: phase(true), generation: phase(false) })
     }
 
+    /// A MoE model's ops (`Graph::dense` for the rest): Qwen3-MoE is the dense decoder with
+    /// its FFN replaced by router, dispatch, experts and combine (and no prefill LM head, as
+    /// AIConfigurator's MOE family has it); DeepSeek-V3/R1 has MLA (the module table where
+    /// the framework measured one, else its GEMMs, attention and BMMs) and a shared expert
+    /// that decode overlaps with the routed ones.
+    pub fn moe(m: &ModelShape, p: &Parallel, d: Dtypes, moe_quant: GemmQuant, framework: Framework) -> Result<Graph, String> {
+        let e = m.moe.ok_or("not a MoE model")?;
+        let (tp, pp) = (p.tp, p.pp);
+        if !m.heads.is_multiple_of(tp) {
+            return Err(format!("tp: {} attention heads do not divide over {tp} GPUs", m.heads));
+        }
+        if e.experts < p.moe_ep {
+            return Err(format!("moe_ep_size {} is larger than the {} experts", p.moe_ep, e.experts));
+        }
+        let (h, l) = (m.hidden, m.layers as f64);
+        let norm_bytes = (2 * h) as f64 * 2.0 + (2 * h) as f64 * 2.0;
+        let gemm = |name, scale, n, k, quant, lp, logits| Op::Gemm { name, scale, n, k, quant, low_precision_input: lp, logits };
+        let routed = |context: bool| {
+            let dispatch = |name, pre| Op::MoeDispatch {
+                name,
+                scale: l,
+                hidden: h,
+                moe_tp: p.moe_tp,
+                moe_ep: p.moe_ep,
+                attention_dp: p.attention_dp,
+                pre,
+                framework,
+                quant: moe_quant,
+            };
+            let _ = context;
+            vec![
+                gemm("router_gemm", l, e.experts, h, GemmQuant::Bfloat16, false, false),
+                dispatch("moe_pre_dispatch", true),
+                Op::Moe {
+                    scale: l,
+                    hidden: h,
+                    inter: e.inter,
+                    topk: e.topk,
+                    experts: e.experts,
+                    moe_tp: p.moe_tp,
+                    moe_ep: p.moe_ep,
+                    attention_dp: p.attention_dp,
+                    quant: moe_quant,
+                    distribution: e.distribution,
+                },
+                dispatch("moe_post_dispatch", false),
+            ]
+        };
+        let Some(a) = m.mla else {
+            // Qwen3-MoE: GQA attention as the dense decoder has it.
+            let kv_gpu = m.kv_heads_per_gpu(tp);
+            let q_out = m.heads * m.head_size / tp;
+            let phase = |context: bool| {
+                let mut ops = vec![
+                    Op::Embedding { scale: 1.0, hidden: h },
+                    Op::Elementwise { name: "add_norm_1", scale: l, bytes_per_token: norm_bytes },
+                    gemm("qkv_gemm", l, q_out + m.head_size * kv_gpu * 2, h, d.gemm, false, false),
+                    if context {
+                        Op::ContextAttention {
+                            scale: l,
+                            heads: m.heads / tp,
+                            kv_heads: kv_gpu,
+                            head_size: m.head_size,
+                            kv: d.kv,
+                            fmha: d.fmha,
+                            qk_norm: m.qk_norm,
+                        }
+                    } else {
+                        Op::GenerationAttention {
+                            scale: l,
+                            heads: m.heads / tp,
+                            kv_heads: kv_gpu,
+                            head_size: m.head_size,
+                            kv: d.kv,
+                            qk_norm: m.qk_norm,
+                        }
+                    },
+                    gemm("proj_gemm", l, h, q_out, d.gemm, true, false),
+                    Op::Elementwise { name: "add_norm_2", scale: l, bytes_per_token: norm_bytes },
+                ];
+                ops.extend(routed(context));
+                if !context {
+                    ops.push(gemm("logits_gemm", 1.0, m.vocab / tp, h, GemmQuant::Bfloat16, false, true));
+                }
+                ops.push(Op::AllReduce { name: "embedding_ar", scale: 1.0, hidden: h, tp });
+                ops.push(Op::P2p { scale: (pp - 1) as f64, hidden: h, pp });
+                ops
+            };
+            return Ok(Graph { context: phase(true), generation: phase(false) });
+        };
+        // DeepSeek-V3/R1.
+        let heads = m.heads / tp;
+        let mla_heads = 128 / tp;
+        let si = e.shared * e.inter;
+        let shared = vec![
+            gemm("shared_gate_up_gemm", l, 2 * si / tp, h, d.gemm, false, false),
+            Op::Elementwise { name: "shared_act_gate", scale: l, bytes_per_token: (2 * si / tp) as f64 * 2.0 + (si / tp) as f64 * 2.0 },
+            gemm("shared_ffn2_gemm", l, h, si / tp, d.gemm, false, false),
+        ];
+        let bmm_quant = if d.gemm == GemmQuant::Bfloat16 { GemmQuant::Bfloat16 } else { GemmQuant::Fp8 };
+        let downscale = gemm("downscale_gemm", l, a.q_lora + a.kv_lora + a.rope, h, d.gemm, false, false);
+        let q_b = gemm("q_b_proj_gemm", l, heads * (a.nope + a.rope), a.q_lora, d.gemm, false, false);
+        let proj = gemm("proj_gemm", l, h, heads * a.v, d.gemm, false, false);
+        let module = |context| Op::MlaModule { context, scale: l, heads: mla_heads, kv: d.kv, fmha: d.fmha, gemm: d.gemm };
+        // vLLM's fallback times the attention as MHA over the per-GPU heads, and its graph
+        // adds both layers' all-reduces at the attention TP size.
+        let vllm = framework == Framework::Vllm;
+        let mha = |context: bool| {
+            if context {
+                Op::ContextAttention { scale: l, heads, kv_heads: heads, head_size: 128, kv: d.kv, fmha: d.fmha, qk_norm: false }
+            } else {
+                Op::GenerationAttention { scale: l, heads, kv_heads: heads, head_size: 128, kv: d.kv, qk_norm: false }
+            }
+        };
+        let tail = |ops: &mut Vec<Op>| {
+            if vllm {
+                ops.push(Op::AllReduce { name: "tp_allreduce", scale: 2.0 * l, hidden: h, tp });
+            }
+            ops.push(Op::P2p { scale: (pp - 1) as f64, hidden: h, pp });
+        };
+        let context = vec![
+            Op::Embedding { scale: 1.0, hidden: h },
+            Op::Elementwise { name: "add_norm_1", scale: l, bytes_per_token: norm_bytes },
+            Op::Fallback {
+                name: "mla_block",
+                primary: Box::new(module(true)),
+                chain: vec![
+                    downscale.clone(),
+                    q_b.clone(),
+                    gemm("kv_b_proj_gemm", l, heads * (a.nope + a.v), a.kv_lora, d.gemm, false, false),
+                    if vllm { mha(true) } else { Op::ContextMla { scale: l, heads: mla_heads, kv: d.kv, fmha: d.fmha } },
+                    proj.clone(),
+                ],
+            },
+            Op::Elementwise { name: "add_norm_2", scale: l, bytes_per_token: norm_bytes },
+        ]
+        .into_iter()
+        .chain(shared.clone())
+        .chain(routed(true))
+        .chain([gemm("logits_gemm", 1.0, m.vocab / tp, h, GemmQuant::Bfloat16, false, true)])
+        .collect::<Vec<_>>();
+        let mut context = context;
+        tail(&mut context);
+        let decode_chain = if vllm {
+            vec![downscale, q_b, mha(false), proj]
+        } else {
+            vec![
+                downscale,
+                q_b,
+                Op::MlaBmm { name: "bmm_pre", scale: l, heads, quant: bmm_quant, pre: true },
+                Op::GenerationMla { scale: l, heads: mla_heads, kv: d.kv },
+                Op::MlaBmm { name: "bmm_post", scale: l, heads, quant: bmm_quant, pre: false },
+                proj,
+            ]
+        };
+        let mut generation = vec![
+            Op::Embedding { scale: 1.0, hidden: h },
+            Op::Elementwise { name: "add_norm_1", scale: l, bytes_per_token: norm_bytes },
+            Op::Fallback { name: "mla_block", primary: Box::new(module(false)), chain: decode_chain },
+            Op::Elementwise { name: "add_norm_2", scale: l, bytes_per_token: norm_bytes },
+            Op::Overlap { name: "moe_overlap", a: routed(false), b: shared },
+            gemm("logits_gemm", 1.0, m.vocab / tp, h, GemmQuant::Bfloat16, false, true),
+        ];
+        tail(&mut generation);
+        Ok(Graph { context, generation })
+    }
+
     /// Bytes of weights one GPU holds (GEMMs and the embedding), per pipeline stage.
     pub fn weight_bytes(&self, m: &ModelShape, tp: u32, pp: u32) -> f64 {
-        let mut w = 0.0;
-        for op in &self.context {
-            match *op {
-                Op::Gemm { scale, n, k, quant, .. } => w += n as f64 * k as f64 * quant.memory() * scale,
-                Op::Embedding { scale, hidden } => w += (m.vocab / tp) as f64 * hidden as f64 * 2.0 * scale,
-                _ => {}
+        fn walk(ops: &[Op], m: &ModelShape, tp: u32, w: &mut f64) {
+            for op in ops {
+                match *op {
+                    Op::Gemm { scale, n, k, quant, .. } => *w += n as f64 * k as f64 * quant.memory() * scale,
+                    Op::Embedding { scale, hidden } => *w += (m.vocab / tp) as f64 * hidden as f64 * 2.0 * scale,
+                    // The experts this GPU holds (gate, up and down per expert).
+                    Op::Moe { scale, hidden, inter, experts, moe_tp, moe_ep, quant, .. } => {
+                        let raw = hidden as f64 * inter as f64 * experts as f64 * quant.memory() * 3.0;
+                        *w += ((raw / moe_ep as f64).floor() / moe_tp as f64).floor() * scale;
+                    }
+                    Op::Fallback { ref chain, .. } => walk(chain, m, tp, w),
+                    Op::Overlap { ref a, ref b, .. } => {
+                        walk(a, m, tp, w);
+                        walk(b, m, tp, w);
+                    }
+                    _ => {}
+                }
             }
         }
+        let mut w = 0.0;
+        walk(&self.context, m, tp, &mut w);
         w / pp as f64
     }
 }
@@ -290,7 +543,7 @@ mod tests {
         assert_eq!(Dtypes::resolve(&m, Backend::Vllm, None, None, None).fmha, FmhaQuant::Bfloat16);
         assert_eq!(Dtypes::resolve(&m, Backend::Sglang, None, None, None).fmha, FmhaQuant::Fp8);
         assert_eq!(Dtypes::resolve(&m, Backend::Sglang, Some(GemmQuant::Bfloat16), None, None).gemm, GemmQuant::Bfloat16);
-        c["architectures"] = json!(["DeepseekV3ForCausalLM"]);
-        assert!(ModelShape::from_config(&c).unwrap_err().contains("DeepseekV3ForCausalLM"));
+        c["architectures"] = json!(["MixtralForCausalLM"]);
+        assert!(ModelShape::from_config(&c).unwrap_err().contains("MixtralForCausalLM"));
     }
 }

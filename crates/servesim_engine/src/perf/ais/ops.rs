@@ -31,6 +31,53 @@ pub enum Op {
     AllReduce { name: &'static str, scale: f64, hidden: u32, tp: u32 },
     /// Pipeline-parallel hand-over of `hidden` bf16 values per token.
     P2p { scale: f64, hidden: u32, pp: u32 },
+    /// The routed experts' GEMMs (the MoE table along tokens; with attention DP the experts
+    /// see every rank's tokens).
+    Moe {
+        scale: f64,
+        hidden: u32,
+        inter: u32,
+        topk: u32,
+        experts: u32,
+        moe_tp: u32,
+        moe_ep: u32,
+        attention_dp: u32,
+        quant: GemmQuant,
+        distribution: &'static str,
+    },
+    /// The tokens' way to and from the experts (before / after them): an all-reduce over the
+    /// experts' GPUs while attention is tensor-parallel, as the framework does it.
+    MoeDispatch {
+        name: &'static str,
+        scale: f64,
+        hidden: u32,
+        moe_tp: u32,
+        moe_ep: u32,
+        attention_dp: u32,
+        pre: bool,
+        framework: Framework,
+        quant: GemmQuant,
+    },
+    /// Latent attention in prefill (the MLA table at the full sequence, less the prefix's share).
+    ContextMla { scale: f64, heads: u32, kv: KvQuant, fmha: FmhaQuant },
+    /// Latent attention of one decode step.
+    GenerationMla { scale: f64, heads: u32, kv: KvQuant },
+    /// The latent up/down projections of decode attention (a batched GEMM per head).
+    MlaBmm { name: &'static str, scale: f64, heads: u32, quant: GemmQuant, pre: bool },
+    /// The whole MLA block measured as one module (TensorRT-LLM, vLLM).
+    MlaModule { context: bool, scale: f64, heads: u32, kv: KvQuant, fmha: FmhaQuant, gemm: GemmQuant },
+    /// `primary` where its table exists, else the sum of `chain` (the reference's fallback).
+    Fallback { name: &'static str, primary: Box<Op>, chain: Vec<Op> },
+    /// Two op groups run concurrently: the longer one's time.
+    Overlap { name: &'static str, a: Vec<Op>, b: Vec<Op> },
+}
+
+/// The framework whose communication pattern a dispatch follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framework {
+    Vllm,
+    Sglang,
+    Trtllm,
 }
 
 impl Op {
@@ -39,8 +86,11 @@ impl Op {
         match self {
             Op::Embedding { .. } => "embedding",
             Op::Elementwise { name, .. } | Op::Gemm { name, .. } | Op::AllReduce { name, .. } => name,
-            Op::ContextAttention { .. } | Op::GenerationAttention { .. } => "attention",
+            Op::ContextAttention { .. } | Op::GenerationAttention { .. } | Op::ContextMla { .. } | Op::GenerationMla { .. } => "attention",
             Op::P2p { .. } => "p2p",
+            Op::Moe { .. } => "moe",
+            Op::MoeDispatch { name, .. } | Op::MlaBmm { name, .. } | Op::Fallback { name, .. } | Op::Overlap { name, .. } => name,
+            Op::MlaModule { .. } => "mla_module",
         }
     }
 }
@@ -184,6 +234,64 @@ impl Op {
                 }
                 let bytes = shape.tokens as f64 * hidden as f64 * 2.0;
                 ((bytes / sys.inter_node_bw.max(1.0) + sys.p2p_latency) * 1000.0 * scale, 0.0)
+            }
+            Op::Moe { scale, hidden, inter, topk, experts, moe_tp, moe_ep, attention_dp, quant, distribution } => {
+                let tokens = shape.tokens.saturating_mul(attention_dp.max(1));
+                let v = super::moe::moe(data, quant, distribution, [hidden, inter, topk, experts, moe_tp, moe_ep], tokens)
+                    .map_err(|e| format!("moe: {e}"))?;
+                (v.latency.max(0.0) * scale, v.energy.max(0.0) * scale)
+            }
+            Op::MoeDispatch { scale, hidden, moe_tp, moe_ep, attention_dp, pre, framework, quant, .. } => {
+                let ms = super::moe::dispatch(data, framework, quant, hidden, [moe_tp, moe_ep, attention_dp], pre, shape.tokens)
+                    .map_err(|e| format!("{}: {e}", self.name()))?;
+                (ms.max(0.0) * scale, 0.0)
+            }
+            Op::ContextMla { scale, heads, kv, fmha } => {
+                let v = super::mla::context(data, shape.batch, shape.s, shape.prefix, heads, kv, fmha, None)?;
+                (v.latency.max(0.0) * scale, v.energy.max(0.0) * scale)
+            }
+            Op::GenerationMla { scale, heads, kv } => {
+                let v = super::mla::generation(data, shape.batch, shape.s, heads, kv, None)?;
+                (v.latency.max(0.0) * scale, v.energy.max(0.0) * scale)
+            }
+            Op::MlaBmm { scale, heads, quant, pre, .. } => {
+                let v = super::mla::bmm(data, shape.batch, heads, quant, pre)?;
+                (v.latency.max(0.0) * scale, v.energy.max(0.0) * scale)
+            }
+            Op::MlaModule { context, scale, heads, kv, fmha, gemm } => {
+                let v = if context {
+                    super::mla::context(data, shape.batch, shape.s, shape.prefix, heads, kv, fmha, Some(gemm))?
+                } else {
+                    super::mla::generation(data, shape.batch, shape.s, heads, kv, Some(gemm))?
+                };
+                (v.latency.max(0.0) * scale, v.energy.max(0.0) * scale)
+            }
+            // The reference falls back on any data miss of the primary.
+            Op::Fallback { ref primary, ref chain, .. } => match primary.cost(data, shape) {
+                Ok(r) => r,
+                Err(_) => {
+                    let (mut lat, mut energy) = (0.0, 0.0);
+                    for op in chain {
+                        let (l, e) = op.cost(data, shape)?;
+                        lat += l;
+                        energy += e;
+                    }
+                    (lat.max(0.0), energy.max(0.0))
+                }
+            },
+            Op::Overlap { ref a, ref b, .. } => {
+                let (mut la, mut ea, mut lb, mut eb) = (0.0, 0.0, 0.0, 0.0);
+                for op in a {
+                    let (l, e) = op.cost(data, shape)?;
+                    la += l;
+                    ea += e;
+                }
+                for op in b {
+                    let (l, e) = op.cost(data, shape)?;
+                    lb += l;
+                    eb += e;
+                }
+                (f64::max(la, lb).max(0.0), (ea + eb).max(0.0))
             }
         };
         Ok(r)

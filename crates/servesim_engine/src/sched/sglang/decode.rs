@@ -142,12 +142,15 @@ fn emit_tokens(core: &mut SglangCore, set: &mut Vec<u32>) {
 
 /// The first token of the requests an extend pass just prefilled (`prefilled`, in batch
 /// order). A request whose first token is also its last finishes right away and never
-/// gives that token a slot (one that asked for no output finishes without a token). The others' memory check covers only them, so only they can be
-/// retracted here. When a retraction happens, the step is timed as a decode of those that
-/// remain; otherwise the extend forward produced the tokens and takes no extra time. A
-/// decode worker (whose extend passes readmit retracted requests) retracts nobody here. If
-/// the slots do not fit even after eviction, they get no token now (the next decode pass
-/// samples it, retracting if it must). Returns the requests that join the running batch.
+/// gives that token a slot (one that asked for no output finishes without a token). The
+/// others' memory check covers only them, so only they can be retracted here. When a
+/// retraction happens, the step becomes a decode step of the whole running batch (the
+/// survivors join it, and the requests running before the pass decode too), timed as a
+/// decode after the extend forward; otherwise the extend forward produced the tokens and
+/// takes no extra time. A decode worker (whose extend passes readmit retracted requests)
+/// retracts nobody here. If the slots do not fit even after eviction, they get no token now
+/// (the next decode pass samples it, retracting if it must). Returns the requests that join
+/// the running batch (after a retraction: the whole batch, which was taken from it).
 ///
 /// Differential fuzzing pinned these down: a step checked over everything running would
 /// retract running requests (or end a lone one as outgrowing the pool) where the reference
@@ -159,10 +162,19 @@ pub(super) fn first_tokens(core: &mut SglangCore, prefilled: Vec<u32>) -> Vec<u3
     let (finishing, mut rest): (Vec<u32>, Vec<u32>) = prefilled.into_iter().partition(|&s| core.req(s).remaining_output() <= 1);
     let victims = if core.cfg.worker_type == crate::args::WorkerType::Decode { Vec::new() } else { retract_until_fits(core, &mut rest) };
     give_up_on_fruitless_prefills(core, &victims, &rest);
-    if !victims.is_empty() && !rest.is_empty() {
-        core.out.duration += decode_time(core, &rest);
-    }
-    if make_room(core, pages_needed(core, &rest)) {
+    if !victims.is_empty() {
+        // A retraction turns the step into a decode step of the whole running batch: the
+        // requests that were running before this pass decode in it too, behind the extend
+        // forward (found case hf-75001-28: a running request's last token comes with the
+        // survivor's first one).
+        let mut running = std::mem::take(&mut core.running);
+        running.append(&mut rest);
+        core.out.duration += decode_time(core, &running);
+        if make_room(core, pages_needed(core, &running)) {
+            emit_tokens(core, &mut running);
+        }
+        rest = running;
+    } else if make_room(core, pages_needed(core, &rest)) {
         emit_tokens(core, &mut rest);
     }
     // The finishing requests free their pages only after the step.

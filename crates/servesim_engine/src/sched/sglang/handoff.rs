@@ -43,6 +43,10 @@ impl SglangCore {
 }
 
 impl HandOff for SglangCore {
+    fn holds_for_handoff(&self) -> bool {
+        !(self.held.is_empty() && self.reserved.is_empty())
+    }
+
     /// Frees the pages a prefill worker held for request `id`: its full pages enter the
     /// radix tree only now (unlocked), the rest return to the pool.
     fn release_source(&mut self, id: u64) {

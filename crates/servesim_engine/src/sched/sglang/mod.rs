@@ -90,7 +90,8 @@ pub struct SglangCore {
     /// Fill each pass's forward-pass metrics (a planner reads them).
     fpm: bool,
     scratch: (Vec<u32>, Vec<u8>),
-    out: PassOutput,
+    /// Boxed: it changes hands with the harness every pass (`step_into`) as a pointer.
+    out: Box<PassOutput>,
 }
 
 impl SglangCore {
@@ -134,7 +135,7 @@ impl SglangCore {
             destinations_pending: false,
             fpm: false,
             scratch: (Vec::new(), Vec::new()),
-            out: PassOutput::default(),
+            out: Box::default(),
         })
     }
 
@@ -333,6 +334,12 @@ impl Scheduler for SglangCore {
         self.out.metrics = RankMetrics { cache_hit_tokens: hit, cache_query_tokens: query, ..self.metrics() };
         self.cache.events.drain_into(&mut self.out.kv_events);
         &self.out
+    }
+
+    /// The pass's buffers change hands: the core keeps `out`'s (cleared when it next steps).
+    fn step_into(&mut self, out: &mut Box<PassOutput>) {
+        self.step();
+        std::mem::swap(&mut self.out, out);
     }
 
     /// Whether a pass now would do anything (nothing can start while the pool's room is

@@ -9,6 +9,10 @@ use crate::sched::output::Reservation;
 use crate::sequence::{Request, Sequence};
 
 impl HandOff for VllmCore {
+    fn holds_for_handoff(&self) -> bool {
+        self.connector.handoff().is_some_and(|h| h.holds())
+    }
+
     /// Frees the KV a prefill worker held for request `id` (leaf first, as a completion
     /// would have), if it holds any.
     fn release_source(&mut self, id: u64) {

@@ -122,7 +122,8 @@ pub struct VllmCore {
     whole_hits: Vec<u32>,
     /// Requests submitted or reserved so far: the next one's `Sequence::order`.
     queued_total: u64,
-    out: PassOutput,
+    /// Boxed: it changes hands with the harness every pass (`step_into`) as a pointer.
+    out: Box<PassOutput>,
     /// Where KV comes from besides this rank's computation: nowhere, the other side of a
     /// disaggregated hand-off, or the offload tiers (see `connector.rs`).
     connector: Connector,
@@ -189,7 +190,7 @@ impl VllmCore {
             done: Vec::new(),
             whole_hits: Vec::new(),
             queued_total: 0,
-            out: PassOutput::default(),
+            out: Box::default(),
             connector,
             scratch_flags: Vec::new(),
             encoder: None,
@@ -782,6 +783,12 @@ impl Scheduler for VllmCore {
         self.finish_pass(batch + admitted_batch, context + admitted_context);
         self.end_offload_pass();
         &self.out
+    }
+
+    /// The pass's buffers change hands: the core keeps `out`'s (cleared when it next steps).
+    fn step_into(&mut self, out: &mut Box<PassOutput>) {
+        self.step();
+        std::mem::swap(&mut self.out, out);
     }
 
     /// Whether a pass now would do anything.
