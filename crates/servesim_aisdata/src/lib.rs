@@ -165,6 +165,18 @@ struct Slice {
     site_order: Option<Vec<u32>>,
 }
 
+impl Slice {
+    /// Appends one measured point at `coords` (its power as 0 when the table has power but
+    /// the point has none).
+    fn push(&mut self, coords: impl IntoIterator<Item = u32>, (latency, power): Point) {
+        self.coords.extend(coords);
+        self.latency.push(latency);
+        if let Some(p) = &mut self.power {
+            p.push(power.unwrap_or(0.0));
+        }
+    }
+}
+
 /// The lane orders the reference resolves per `system/backend/version`: `{"ctx": [...],
 /// "gen": [...]}`.
 pub type LaneOrders = BTreeMap<String, BTreeMap<String, Vec<String>>>;
@@ -312,12 +324,8 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
                 }
             }
             let mut s = new_slice("gemm", json!({"quant": quant}), &["m", "n", "k"], format!("gemm.{quant}"), power_seen);
-            for (&(m, n, k), &(l, p)) in grid {
-                s.coords.extend([m, n, k]);
-                s.latency.push(l);
-                if let Some(pv) = &mut s.power {
-                    pv.push(p.unwrap_or(0.0));
-                }
+            for (&(m, n, k), &point) in grid {
+                s.push([m, n, k], point);
             }
             s.site_order = Some(order);
             slices.push(s);
@@ -348,12 +356,8 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
         }
         for (quant, grid) in &by_quant {
             let mut s = new_slice(kind, json!({"quant": quant}), &["m", "k"], format!("{kind}.{quant}"), power_seen);
-            for (&(m, k), &(l, p)) in grid {
-                s.coords.extend([m, k]);
-                s.latency.push(l);
-                if let Some(pv) = &mut s.power {
-                    pv.push(p.unwrap_or(0.0));
-                }
+            for (&(m, k), &point) in grid {
+                s.push([m, k], point);
             }
             slices.push(s);
         }
@@ -432,12 +436,8 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
             let axes: &[&str] = if phase == "ctx" { &["num_heads", "seq_len", "batch"] } else { &["num_heads", "batch", "seq_len"] };
             let mut s = new_slice(kind, k, axes, format!("{phase}.{served}"), power_seen);
             s.meta.note = Some(format!("lane {lane}"));
-            for (&(a, b, c), &(l, p)) in grid {
-                s.coords.extend([a, b, c]);
-                s.latency.push(l);
-                if let Some(pv) = &mut s.power {
-                    pv.push(p.unwrap_or(0.0));
-                }
+            for (&(a, b, c), &point) in grid {
+                s.push([a, b, c], point);
             }
             slices.push(s);
             served += 1;
@@ -472,12 +472,8 @@ pub fn convert(package: &Path, system: &str, backend: &str, version: &str, lanes
         }
         for (tp, curve) in &by_tp {
             let mut s = new_slice("custom_allreduce", json!({"tp": tp}), &["message_size"], format!("ar.{tp}"), power_seen);
-            for (&m, &(l, p)) in curve {
-                s.coords.push(m);
-                s.latency.push(l);
-                if let Some(pv) = &mut s.power {
-                    pv.push(p.unwrap_or(0.0));
-                }
+            for (&m, &point) in curve {
+                s.push([m], point);
             }
             slices.push(s);
         }
@@ -739,12 +735,8 @@ fn moe_and_mla(
         for (i, (k, curve)) in by_key.iter().enumerate() {
             let key = json!({"quant": k.0, "distribution": k.1, "hidden": k.2, "inter": k.3, "topk": k.4, "experts": k.5, "moe_tp": k.6, "moe_ep": k.7});
             let mut s = new_slice("moe", key, &["num_tokens"], format!("moe.{i}"), power_seen);
-            for (&m, &(l, p)) in curve {
-                s.coords.push(m);
-                s.latency.push(l);
-                if let Some(pv) = &mut s.power {
-                    pv.push(p.unwrap_or(0.0));
-                }
+            for (&m, &point) in curve {
+                s.push([m], point);
             }
             slices.push(s);
         }
@@ -809,12 +801,8 @@ fn moe_and_mla(
                 _ => (json!({"quant": k[0], "op": k[1], "heads": k[2].parse::<u32>().unwrap_or(0)}), &["num_tokens"]),
             };
             let mut s = new_slice(kind, key, axes, format!("{kind}.{i}"), power_seen);
-            for (pt, &(l, p)) in grid {
-                s.coords.extend(pt);
-                s.latency.push(l);
-                if let Some(pv) = &mut s.power {
-                    pv.push(p.unwrap_or(0.0));
-                }
+            for (pt, &point) in grid {
+                s.push(pt.iter().copied(), point);
             }
             slices.push(s);
         }
@@ -856,12 +844,8 @@ fn nccl(package: &Path, system: &str, data_root: &Path, slices: &mut Vec<Slice>,
     }
     for (i, ((name, gpus), curve)) in by_key.iter().enumerate() {
         let mut s = new_slice("nccl", json!({"op": name, "gpus": gpus}), &["message_size"], format!("nccl.{i}"), power_seen);
-        for (&m, &(l, pv)) in curve {
-            s.coords.push(m);
-            s.latency.push(l);
-            if let Some(v) = &mut s.power {
-                v.push(pv.unwrap_or(0.0));
-            }
+        for (&m, &point) in curve {
+            s.push([m], point);
         }
         slices.push(s);
     }

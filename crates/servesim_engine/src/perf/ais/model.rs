@@ -249,6 +249,17 @@ pub struct Parallel {
     pub moe_ep: u32,
 }
 
+/// Grouped-query attention over `tp` GPUs: the prefill kernel in a context pass, the decode
+/// kernel in a generation pass (dense decoders and Qwen3-MoE share it).
+fn gqa_attention(m: &ModelShape, tp: u32, layers: f64, d: Dtypes, context: bool) -> Op {
+    let (heads, kv_heads) = (m.heads / tp, m.kv_heads_per_gpu(tp));
+    if context {
+        Op::ContextAttention { scale: layers, heads, kv_heads, head_size: m.head_size, kv: d.kv, fmha: d.fmha, qk_norm: m.qk_norm }
+    } else {
+        Op::GenerationAttention { scale: layers, heads, kv_heads, head_size: m.head_size, kv: d.kv, qk_norm: m.qk_norm }
+    }
+}
+
 /// The ops of both phases at tensor-parallel `tp` and pipeline-parallel `pp`.
 #[derive(Clone, Debug)]
 pub struct Graph {
@@ -276,26 +287,7 @@ impl Graph {
                 Op::Embedding { scale: 1.0, hidden: h },
                 Op::Elementwise { name: "add_norm_1", scale: l, bytes_per_token: norm_bytes },
                 gemm("qkv_gemm", l, qkv_n, h, d.gemm, false, false),
-                if context {
-                    Op::ContextAttention {
-                        scale: l,
-                        heads: m.heads / tp,
-                        kv_heads: kv_gpu,
-                        head_size: m.head_size,
-                        kv: d.kv,
-                        fmha: d.fmha,
-                        qk_norm: m.qk_norm,
-                    }
-                } else {
-                    Op::GenerationAttention {
-                        scale: l,
-                        heads: m.heads / tp,
-                        kv_heads: kv_gpu,
-                        head_size: m.head_size,
-                        kv: d.kv,
-                        qk_norm: m.qk_norm,
-                    }
-                },
+                gqa_attention(m, tp, l, d, context),
                 gemm("proj_gemm", l, h, q_out, d.gemm, true, false),
                 Op::Elementwise { name: "add_norm_2", scale: l, bytes_per_token: norm_bytes },
                 gemm("gate_ffn1_gemm", l, ffn1_n, h, d.gemm, false, false),
@@ -330,7 +322,7 @@ impl Graph {
         let (h, l) = (m.hidden, m.layers as f64);
         let norm_bytes = (2 * h) as f64 * 2.0 + (2 * h) as f64 * 2.0;
         let gemm = |name, scale, n, k, quant, lp, logits| Op::Gemm { name, scale, n, k, quant, low_precision_input: lp, logits };
-        let routed = |context: bool| {
+        let routed = || {
             let dispatch = |name, pre| Op::MoeDispatch {
                 name,
                 scale: l,
@@ -342,7 +334,6 @@ impl Graph {
                 framework,
                 quant: moe_quant,
             };
-            let _ = context;
             vec![
                 gemm("router_gemm", l, e.experts, h, GemmQuant::Bfloat16, false, false),
                 dispatch("moe_pre_dispatch", true),
@@ -370,30 +361,11 @@ impl Graph {
                     Op::Embedding { scale: 1.0, hidden: h },
                     Op::Elementwise { name: "add_norm_1", scale: l, bytes_per_token: norm_bytes },
                     gemm("qkv_gemm", l, q_out + m.head_size * kv_gpu * 2, h, d.gemm, false, false),
-                    if context {
-                        Op::ContextAttention {
-                            scale: l,
-                            heads: m.heads / tp,
-                            kv_heads: kv_gpu,
-                            head_size: m.head_size,
-                            kv: d.kv,
-                            fmha: d.fmha,
-                            qk_norm: m.qk_norm,
-                        }
-                    } else {
-                        Op::GenerationAttention {
-                            scale: l,
-                            heads: m.heads / tp,
-                            kv_heads: kv_gpu,
-                            head_size: m.head_size,
-                            kv: d.kv,
-                            qk_norm: m.qk_norm,
-                        }
-                    },
+                    gqa_attention(m, tp, l, d, context),
                     gemm("proj_gemm", l, h, q_out, d.gemm, true, false),
                     Op::Elementwise { name: "add_norm_2", scale: l, bytes_per_token: norm_bytes },
                 ];
-                ops.extend(routed(context));
+                ops.extend(routed());
                 if !context {
                     ops.push(gemm("logits_gemm", 1.0, m.vocab / tp, h, GemmQuant::Bfloat16, false, true));
                 }
@@ -451,7 +423,7 @@ impl Graph {
         ]
         .into_iter()
         .chain(shared.clone())
-        .chain(routed(true))
+        .chain(routed())
         .chain([gemm("logits_gemm", 1.0, m.vocab / tp, h, GemmQuant::Bfloat16, false, true)])
         .collect::<Vec<_>>();
         let mut context = context;
@@ -473,7 +445,7 @@ impl Graph {
             Op::Elementwise { name: "add_norm_1", scale: l, bytes_per_token: norm_bytes },
             Op::Fallback { name: "mla_block", primary: Box::new(module(false)), chain: decode_chain },
             Op::Elementwise { name: "add_norm_2", scale: l, bytes_per_token: norm_bytes },
-            Op::Overlap { name: "moe_overlap", a: routed(false), b: shared },
+            Op::Overlap { name: "moe_overlap", a: routed(), b: shared },
             gemm("logits_gemm", 1.0, m.vocab / tp, h, GemmQuant::Bfloat16, false, true),
         ];
         tail(&mut generation);

@@ -102,6 +102,18 @@ pub fn dispatch(
     let h = hidden as f64;
     let ar = || allreduce(data, gpus, tokens as f64 * h).map(|v| v.latency.max(0.0));
     let gather_or_scatter = |width: f64| nccl(data, if pre { "all_gather" } else { "reduce_scatter" }, gpus, (tokens * dp) as f64 * width);
+    // The common rule (SGLang without both kinds of parallelism, TensorRT-LLM before
+    // Blackwell): an all-reduce for tensor-parallel attention, else a gather or scatter for
+    // attention DP, else nothing.
+    let one_collective = || {
+        if attn_tp > 1 {
+            ar()
+        } else if dp > 1 {
+            gather_or_scatter(h)
+        } else {
+            Ok(0.0)
+        }
+    };
     match framework {
         Framework::Vllm => {
             let mut total = 0.0;
@@ -121,12 +133,8 @@ pub fn dispatch(
                     (nccl(data, "reduce_scatter", gpus, (tokens * dp) as f64 * h)?, nccl(data, "all_gather", attn_tp, tokens as f64 * h)?)
                 };
                 Ok(a + b)
-            } else if attn_tp > 1 {
-                ar()
-            } else if dp > 1 {
-                gather_or_scatter(h)
             } else {
-                Ok(0.0)
+                one_collective()
             }
         }
         Framework::Trtllm => {
@@ -152,12 +160,8 @@ pub fn dispatch(
                 } else {
                     Ok(0.0)
                 }
-            } else if attn_tp > 1 {
-                ar()
-            } else if dp > 1 {
-                gather_or_scatter(h)
             } else {
-                Ok(0.0)
+                one_collective()
             }
         }
     }

@@ -186,18 +186,24 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::Workload;
     use crate::workload::agentic::mooncake;
 
-    /// The shipped fixture: the child is spawned 5 ms after the root's dispatch; the join
-    /// waits 1 ms after both complete.
-    #[test]
-    fn the_fixture_graph_runs_spawn_then_join() {
+    /// The reference's shipped agentic Mooncake fixture: a root, a child and a join.
+    fn fixture() -> Workload {
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../tests/dynosim-unified-cli/components/src/dynamo/replay/tests/e2e/configs/unified_cli/fixtures/traces/agentic-mooncake.jsonl"
         ))
         .unwrap();
-        let w = mooncake::read(text.lines().map(|l| Ok(l.to_string())), "t").unwrap();
+        mooncake::read(text.lines().map(|l| Ok(l.to_string())), "t").unwrap()
+    }
+
+    /// The shipped fixture: the child is spawned 5 ms after the root's dispatch; the join
+    /// waits 1 ms after both complete.
+    #[test]
+    fn the_fixture_graph_runs_spawn_then_join() {
+        let w = fixture();
         let g = w.graph.as_deref().unwrap();
         // Nodes: agent-child 0, agent-join 1, agent-root 2.
         let mut run = Run::new(g, 1.0);
@@ -216,12 +222,7 @@ mod tests {
 
     #[test]
     fn a_failed_request_skips_its_play() {
-        let text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/dynosim-unified-cli/components/src/dynamo/replay/tests/e2e/configs/unified_cli/fixtures/traces/agentic-mooncake.jsonl"
-        ))
-        .unwrap();
-        let w = mooncake::read(text.lines().map(|l| Ok(l.to_string())), "t").unwrap();
+        let w = fixture();
         let g = w.graph.as_deref().unwrap();
         let mut run = Run::new(g, 2.0);
         assert_eq!(run.pop_ready(0.0, g), Some((2, 0.0)));
