@@ -4,12 +4,20 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { initSync, Simulation } from '../../pkg/servesim_wasm.js';
+import { initSync, loadKernelData, Simulation } from '../../pkg/servesim_wasm.js';
 import { SUMMARY_FIELDS } from './summary-keys';
 
 beforeAll(() => {
   initSync({ module: readFileSync(fileURLToPath(new URL('../../pkg/servesim_wasm_bg.wasm', import.meta.url))) });
+  // The measured-kernel files a run on H200 with vLLM reads, as the page hands them over.
+  for (const name of ['index.json', 'models.json', 'h200_sxm/vllm-0.24.0.zip']) {
+    loadKernelData(name, readFileSync(fileURLToPath(new URL(`../../../data/ais/${name}`, import.meta.url))));
+  }
 });
+
+/** Keys written only when the measured data has power for most of the run's time (the
+ * reference's 90 % gate, tested in servesim_sim's report/power.rs): no shipped data set has. */
+const NEEDS_POWER_DATA = ['power_w', 'energy_per_output_token_j'];
 
 /** An agentic Mooncake v2 trace (a request graph: the trajectory figures). */
 const graph = readFileSync(fileURLToPath(new URL('../../../tests/variants/agentic/am-growing-context.jsonl', import.meta.url)), 'utf8');
@@ -39,6 +47,13 @@ const SCENARIOS: [string, object][] = [
     },
   ],
   ['a price per GPU-hour', { gpu_hour_usd: 2.5, workload: small }],
+  [
+    'measured kernels',
+    {
+      engine: { timing_model: { type: 'ais', model: 'Qwen/Qwen3-32B', system: 'h200_sxm', backend: 'vllm', tp: 1 } },
+      workload: small,
+    },
+  ],
   ['a request graph', { workload: { type: 'trace', format: 'agentic_mooncake' } }],
   ['SGLang, disaggregated', { engine: { backend: 'sglang' }, cluster: { num_prefill_workers: 1, num_decode_workers: 1 }, workload: small }],
 ];
@@ -59,6 +74,6 @@ describe('the summary', () => {
       }
     }
     // Every declared key is written by one of these runs: none is stale.
-    expect([...SUMMARY_FIELDS.keys()].filter((k) => !seen.has(k))).toEqual([]);
+    expect([...SUMMARY_FIELDS.keys()].filter((k) => !seen.has(k) && !NEEDS_POWER_DATA.includes(k))).toEqual([]);
   });
 });
